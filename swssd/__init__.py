@@ -1,0 +1,44 @@
+"""swssd: SONiC's Redis table channels for asyncio Python, wire-exact with sonic-swss-common."""
+
+from .connector import DBConnector
+from .consumer_base import ConsumerTableBase
+from .consumer_state_table import ConsumerStateTable
+from .consumer_table import ConsumerTable
+from .dbconfig import SonicDBConfig
+from .errors import (
+    ConfigError,
+    InvalidSeparatorError,
+    RedisUnreachableError,
+    SwssdError,
+    TempViewError,
+    UnknownDatabaseError,
+)
+from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+from .producer_state_table import ProducerStateTable
+from .producer_table import ProducerTable
+from .select import Select
+from .table import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "ConsumerStateTable",
+    "ConsumerTable",
+    "ConsumerTableBase",
+    "DBConnector",
+    "DEL_COMMAND",
+    "FieldValues",
+    "InvalidSeparatorError",
+    "KeyOpFieldsValues",
+    "ProducerStateTable",
+    "ProducerTable",
+    "RedisUnreachableError",
+    "SET_COMMAND",
+    "Select",
+    "SonicDBConfig",
+    "SwssdError",
+    "Table",
+    "TempViewError",
+    "UnknownDatabaseError",
+]

@@ -1,0 +1,175 @@
+"""DBConnector: one SONiC database on one redis-server, and how scripts run on it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .dbconfig import SonicDBConfig, check_separator
+from .errors import RedisUnreachableError
+from .lua import Script
+
+#: Strings cross the wire as UTF-8; bytes that are not UTF-8 survive as surrogate escapes.
+CLIENT_OPTIONS: dict[str, Any] = {"decode_responses": True, "encoding_errors": "surrogateescape"}
+
+#: What a dropped or unreachable Redis raises through redis-py.
+CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+
+ScriptCall = tuple[Script, Sequence[str | int], Sequence[str | int]]
+"""A script with its KEYS and ARGV, as one EVALSHA."""
+
+
+class DBConnector:
+    """A connection pool to one database (APPL_DB, STATE_DB, ...) plus its id and separator.
+
+    Scripts are loaded with SCRIPT LOAD on first use and called with EVALSHA; after a
+    SCRIPT FLUSH or a Redis restart the NOSCRIPT reply reloads them and retries once.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        db_id: int,
+        separator: str = ":",
+        name: str | None = None,
+    ) -> None:
+        self.redis = client
+        self.db_id = db_id
+        self.separator = check_separator(separator)
+        self.name = name
+        self._loaded: set[str] = set()
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        db_name: str,
+        config: SonicDBConfig | str | os.PathLike[str] | None = None,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        ssl: bool = False,
+    ) -> DBConnector:
+        """Connect to `db_name` as database_config.json places it (unix socket preferred)."""
+        if not isinstance(config, SonicDBConfig):
+            config = SonicDBConfig.load(config)
+        info = config.database(db_name)
+        inst = config.instances[info.instance]
+        kwargs: dict[str, Any] = dict(CLIENT_OPTIONS, db=info.id, username=username, password=password)
+        if inst.unix_socket_path:
+            client = aioredis.Redis(unix_socket_path=inst.unix_socket_path, **kwargs)
+        else:
+            client = aioredis.Redis(host=inst.hostname, port=inst.port, ssl=ssl, **kwargs)
+        db = cls(client, db_id=info.id, separator=info.separator, name=db_name)
+        await db.ping()
+        return db
+
+    @classmethod
+    async def from_url(
+        cls,
+        url: str,
+        db_id: int | None = None,
+        separator: str = ":",
+        name: str | None = None,
+    ) -> DBConnector:
+        """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's."""
+        check_separator(separator)
+        pool = aioredis.ConnectionPool.from_url(url, **CLIENT_OPTIONS)
+        if db_id is None:
+            db_id = int(pool.connection_kwargs.get("db") or 0)
+        pool.connection_kwargs["db"] = db_id
+        db = cls(aioredis.Redis(connection_pool=pool), db_id=db_id, separator=separator, name=name)
+        await db.ping()
+        return db
+
+    # -- facts --------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """Where this connector points, for messages and for grouping pub/sub by server."""
+        kw = self.redis.connection_pool.connection_kwargs
+        if kw.get("path"):
+            return f"unix:{kw['path']}"
+        return f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
+
+    def new_client(self, **overrides: Any) -> aioredis.Redis:
+        """A separate client to the same server and database (e.g. for pub/sub)."""
+        pool = self.redis.connection_pool
+        kwargs = {**pool.connection_kwargs, **overrides}
+        return aioredis.Redis(
+            connection_pool=aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+        )
+
+    async def ping(self) -> None:
+        """Fail with RedisUnreachableError naming the address when Redis does not answer."""
+        try:
+            await self.redis.ping()
+        except CONNECTION_ERRORS as exc:
+            await self.close()
+            raise RedisUnreachableError(self.address, exc) from None
+
+    # -- scripts ------------------------------------------------------------------------
+
+    async def load_scripts(self, scripts: Sequence[Script]) -> None:
+        """SCRIPT LOAD each script this connector has not loaded yet."""
+        for script in scripts:
+            if script.sha not in self._loaded:
+                await self.redis.execute_command("SCRIPT", "LOAD", script.source)
+                self._loaded.add(script.sha)
+
+    async def evalsha(self, script: Script, keys: Sequence[str | int], args: Sequence[str | int]) -> Any:
+        """EVALSHA `script`; on NOSCRIPT reload it and retry once."""
+        await self.load_scripts((script,))
+        try:
+            return await self.redis.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            self._loaded.clear()
+            await self.load_scripts((script,))
+            return await self.redis.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+
+    async def evalsha_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Send many EVALSHAs in one pipeline, in order; NOSCRIPT failures are reloaded and resent in order."""
+        if not calls:
+            return []
+        await self.load_scripts(list({c[0].sha: c[0] for c in calls}.values()))
+        results = await self._pipeline(calls)
+        failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+        if failed:
+            self._loaded.clear()
+            retried = await self._pipeline([calls[i] for i in failed], reload=True)
+            for i, r in zip(failed, retried):
+                results[i] = r
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
+        return results
+
+    async def _pipeline(self, calls: Sequence[ScriptCall], reload: bool = False) -> list[Any]:
+        if reload:
+            await self.load_scripts(list({c[0].sha: c[0] for c in calls}.values()))
+        pipe = self.redis.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        return await pipe.execute(raise_on_error=False)
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def __aenter__(self) -> DBConnector:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"DBConnector(name={self.name!r}, db_id={self.db_id}, address={self.address!r})"

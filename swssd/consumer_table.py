@@ -1,0 +1,49 @@
+"""ConsumerTable: pops the ordered JSON operation queue with the C++ pops script."""
+
+from __future__ import annotations
+
+from .connector import DBConnector
+from .consumer_base import ConsumerTableBase
+from .fields import KeyOpFieldsValues
+from .lua import CT_POPS
+
+
+class ConsumerTable(ConsumerTableBase):
+    """The consumer side of the op queue: changes in producer order, op without its S/D prefix.
+
+    With `modify_redis` the script also writes SET/DEL into the `prefix + TABLE:key` hashes.
+    """
+
+    def __init__(
+        self,
+        db: DBConnector,
+        name: str,
+        pop_batch_size: int = 128,
+        priority: int = 0,
+        modify_redis: bool = True,
+    ) -> None:
+        super().__init__(db, name, pop_batch_size, priority)
+        self.modify_redis = modify_redis
+        self._prefix = ""
+
+    async def has_pending(self) -> bool:
+        return int(await self.db.redis.execute_command("LLEN", self.op_queue)) > 0
+
+    async def pops(self, prefix: str = "") -> list[KeyOpFieldsValues]:  # type: ignore[override]
+        self._prefix = prefix
+        return await super().pops()
+
+    async def pop(self, prefix: str = "") -> KeyOpFieldsValues | None:  # type: ignore[override]
+        self._prefix = prefix
+        return await super().pop()
+
+    async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+        reply = await self.db.evalsha(
+            CT_POPS,
+            [self.op_queue, self._prefix + self.name],
+            [self.pop_batch_size, 1 if self.modify_redis else 0],
+        )
+        return [
+            KeyOpFieldsValues(item[0], item[1], list(zip(item[2::2], item[3::2])))
+            for item in reply or ()
+        ]

@@ -1,0 +1,54 @@
+"""Exceptions raised by swssd, each carrying a message an operator can act on."""
+
+from __future__ import annotations
+
+
+class SwssdError(Exception):
+    """Base class of every error swssd raises on purpose."""
+
+
+class ConfigError(SwssdError, ValueError):
+    """A configuration file is unreadable or invalid; names the file and the field."""
+
+    def __init__(self, path: str | None, field: str | None, problem: str) -> None:
+        self.path = path
+        self.field = field
+        self.problem = problem
+        where = path or "<config>"
+        if field:
+            where = f"{where}: field '{field}'"
+        super().__init__(f"{where}: {problem}")
+
+
+class UnknownDatabaseError(SwssdError, LookupError):
+    """A database name is not listed in database_config.json."""
+
+    def __init__(self, name: str, known: list[str], path: str | None) -> None:
+        self.name = name
+        listed = ", ".join(sorted(known)) or "none"
+        src = f" in {path}" if path else ""
+        super().__init__(f"unknown database '{name}'{src}; known databases: {listed}")
+
+    def __str__(self) -> str:  # LookupError would repr() the message
+        return str(self.args[0])
+
+
+class InvalidSeparatorError(SwssdError, ValueError):
+    """A table separator other than ':' or '|' (the only two the C++ library accepts)."""
+
+    def __init__(self, separator: str) -> None:
+        super().__init__(
+            f"invalid table name separator {separator!r}: SONiC accepts only ':' or '|'"
+        )
+
+
+class RedisUnreachableError(SwssdError, ConnectionError):
+    """Redis could not be reached at the configured address."""
+
+    def __init__(self, address: str, cause: BaseException) -> None:
+        self.address = address
+        super().__init__(f"cannot reach Redis at {address}: {cause}; is redis-server running there?")
+
+
+class TempViewError(SwssdError, RuntimeError):
+    """apply_temp_view() without a preceding create_temp_view()."""

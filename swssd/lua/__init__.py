@@ -1,0 +1,50 @@
+"""The Lua scripts of sonic-swss-common, byte for byte, and how they are run.
+
+The files beside this module are the wire protocol: their SHA1 is what a C++ peer's
+EVALSHA names, so they are read as bytes and never reformatted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib.resources import files
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script with the SHA1 that EVALSHA uses to name it."""
+
+    name: str
+    source: bytes
+    sha: str
+
+    @classmethod
+    def from_package(cls, name: str) -> Script:
+        source = files(__name__).joinpath(f"{name}.lua").read_bytes()
+        return cls(name, source, hashlib.sha1(source).hexdigest())
+
+
+PST_SET = Script.from_package("producer_state_table_set")
+PST_DEL = Script.from_package("producer_state_table_del")
+PST_BATCHED_SET = Script.from_package("producer_state_table_batched_set")
+PST_BATCHED_DEL = Script.from_package("producer_state_table_batched_del")
+PST_CLEAR = Script.from_package("producer_state_table_clear")
+PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
+CST_POPS = Script.from_package("consumer_state_table_pops")
+PT_ENQUEUE = Script.from_package("producer_table_enqueue")
+CT_POPS = Script.from_package("consumer_table_pops")
+TABLE_DUMP = Script.from_package("table_dump")
+
+ALL_SCRIPTS = (
+    PST_SET,
+    PST_DEL,
+    PST_BATCHED_SET,
+    PST_BATCHED_DEL,
+    PST_CLEAR,
+    PST_APPLY_VIEW,
+    CST_POPS,
+    PT_ENQUEUE,
+    CT_POPS,
+    TABLE_DUMP,
+)

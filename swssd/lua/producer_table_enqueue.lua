@@ -1,0 +1,1 @@
+redis.call('LPUSH', KEYS[1], ARGV[1], ARGV[2], ARGV[3]);redis.call('PUBLISH', KEYS[2], ARGV[4]);

@@ -1,0 +1,176 @@
+"""ProducerStateTable: writes changes into `_TABLE:key` state hashes plus the key set, then PUBLISHes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import structlog
+
+from .connector import DBConnector, ScriptCall
+from .errors import TempViewError
+from .fields import FieldValuesLike, KeyOpFieldsValues, as_field_values
+from .lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET
+from .table import Table, TableBase, TableDump
+
+log = structlog.get_logger(__name__)
+
+SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
+
+
+class ProducerStateTable(TableBase):
+    """The producer side of SONiC's state-table channel, with the C++ library's EVALSHA arguments.
+
+    With `buffered=True` nothing is sent until `flush()`, which pipelines every queued call in order.
+    Between `create_temp_view()` and `apply_temp_view()` writes go to memory only; applying sends
+    the minimal set/del diff against the current table in one EVALSHA.
+    """
+
+    def __init__(self, db: DBConnector, name: str, buffered: bool = False) -> None:
+        super().__init__(db, name)
+        self.buffered = buffered
+        self._queued: list[ScriptCall] = []
+        self._temp_view: TableDump | None = None
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def set(self, key: str, fvs: FieldValuesLike, op: str = "SET", prefix: str = "") -> None:
+        """Set fields of one entry (op and prefix are accepted for C++ parity and unused, as there)."""
+        pairs = as_field_values(fvs)
+        if self._temp_view is not None:
+            if pairs:
+                self._temp_view.setdefault(key, {}).update(pairs)
+            return
+        state_hash = self.state_prefix + self.key_name(key)
+        keys = [self.channel, self.key_set, *([state_hash] * len(pairs))]
+        args: list[str] = ["G", key]
+        for field, value in pairs:
+            args += (field, value)
+        await self._send((PST_SET, keys, args))
+
+    async def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:
+        """Delete one entry: the consumer removes it from its table on the next pop."""
+        if self._temp_view is not None:
+            self._temp_view.pop(key, None)
+            return
+        keys = [self.channel, self.key_set, self.state_prefix + self.key_name(key), self.del_set]
+        await self._send((PST_DEL, keys, ["G", key, "''", "''"]))
+
+    async def set_many(self, entries: Iterable[SetEntry]) -> None:
+        """Set many entries in one EVALSHA (the C++ batched set)."""
+        batch = [(e[0], as_field_values(e[-1])) for e in entries]
+        if self._temp_view is not None:
+            for key, pairs in batch:
+                if pairs:
+                    self._temp_view.setdefault(key, {}).update(pairs)
+            return
+        if not batch:
+            return
+        keys = [self.channel, self.key_set, self._state_table_prefix(), *(k for k, _ in batch)]
+        args: list[str | int] = ["G"]
+        for _, pairs in batch:
+            args.append(len(pairs))
+            for field, value in pairs:
+                args += (field, value)
+        await self._send((PST_BATCHED_SET, keys, args))
+
+    async def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many entries in one EVALSHA (the C++ batched del)."""
+        batch = list(keys)
+        if self._temp_view is not None:
+            for key in batch:
+                self._temp_view.pop(key, None)
+            return
+        if not batch:
+            return
+        script_keys = [self.channel, self.key_set, self.del_set, self._state_table_prefix(), *batch]
+        await self._send((PST_BATCHED_DEL, script_keys, ["G"]))
+
+    async def flush(self) -> None:
+        """Send everything a buffered producer has queued, in order, in one pipeline."""
+        queued, self._queued = self._queued, []
+        await self.db.evalsha_many(queued)
+
+    async def clear(self) -> None:
+        """Drop every pending change of this table (key set, del set, state hashes)."""
+        await self.flush()
+        await self.db.evalsha(
+            PST_CLEAR, [self.key_set, self.state_prefix + self.name, self.del_set], []
+        )
+
+    async def count(self) -> int:
+        """How many entries wait in the key set for a consumer."""
+        await self.flush()
+        return int(await self.db.redis.execute_command("SCARD", self.key_set))
+
+    # -- temp view ----------------------------------------------------------------------
+
+    def create_temp_view(self) -> None:
+        """Start collecting the table's target state in memory; a second call discards the first view."""
+        if self._temp_view is not None:
+            log.warning(
+                "temp view replaced", table=self.name, discarded=len(self._temp_view)
+            )
+        self._temp_view = {}
+
+    async def apply_temp_view(self) -> None:
+        """Publish only the difference between the current table and the temp view (C++ semantics)."""
+        if self._temp_view is None:
+            raise TempViewError(
+                f"apply_temp_view() called for table {self.name} without a temp view; "
+                "call create_temp_view() first"
+            )
+        target = self._temp_view
+        await self.clear()
+        current = await Table(self.db, self.name).dump()
+        keys_to_set: list[str] = []
+        keys_to_del: list[str] = []
+        for key in sorted(current):
+            old = current[key]
+            new = target.get(key)
+            if new is None:
+                keys_to_del.append(key)
+                keys_to_set.append(key)
+                continue
+            need_del = need_set = False
+            for field in sorted(old):
+                if field not in new:
+                    need_del = need_set = True
+                    break
+                if new[field] != old[field]:
+                    need_set = True
+            if len(new) > len(old):
+                need_set = True
+            if need_del:
+                keys_to_del.append(key)
+            if need_set:
+                keys_to_set.append(key)
+            else:
+                del target[key]
+        keys_to_set += [k for k in sorted(target) if k not in current]
+
+        script_keys = [self.channel, self.key_set, self.del_set]
+        args: list[str | int] = ["G", len(keys_to_set), *keys_to_set, len(keys_to_del), *keys_to_del]
+        for key in sorted(target):
+            script_keys.append(self.state_prefix + self.key_name(key))
+            fields = target[key]
+            args.append(len(fields))
+            for field in sorted(fields):
+                args += (field, fields[field])
+        await self.db.evalsha(PST_APPLY_VIEW, script_keys, args)
+        self._temp_view = None
+
+    @property
+    def temp_view_active(self) -> bool:
+        return self._temp_view is not None
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _state_table_prefix(self) -> str:
+        return f"{self.state_prefix}{self.name}{self.separator}"
+
+    async def _send(self, call: ScriptCall) -> None:
+        if self.buffered:
+            self._queued.append(call)
+        else:
+            script, keys, args = call
+            await self.db.evalsha(script, keys, args)

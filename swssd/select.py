@@ -1,0 +1,263 @@
+"""Select: wait on many consumer tables over one pub/sub connection per redis-server.
+
+Unlike the C++ library (one subscription connection per table), one reader task per server
+reads every channel continuously, so Redis never drops it for a full pub/sub output buffer while
+pops run. PUBLISHes only wake tables up; whether a table still holds data is decided by its pops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterable
+
+import structlog
+from redis.asyncio.connection import AbstractConnection
+
+from .connector import CONNECTION_ERRORS, DBConnector
+from .consumer_base import ConsumerTableBase
+
+log = structlog.get_logger(__name__)
+
+
+class Select:
+    """Choose the next ready table: higher priority first, equal priorities least recently served
+    first, and a ready table passed over `starvation_limit` times in a row is served next.
+
+    `add()` and `remove()` may be awaited, to know the subscription is in place, or not.
+    """
+
+    def __init__(
+        self,
+        *,
+        starvation_limit: int = 4,
+        reconnect_min: float = 0.05,
+        reconnect_max: float = 2.0,
+    ) -> None:
+        self.starvation_limit = starvation_limit
+        self.reconnect_min = reconnect_min
+        self.reconnect_max = reconnect_max
+        self._tables: list[ConsumerTableBase] = []
+        self._servers: dict[str, _ServerSubscription] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+        self._wakeup = asyncio.Event()
+        self._served = itertools.count(1)
+        self._last_served: dict[int, int] = {}
+        self._passed_over: dict[int, int] = {}
+
+    # -- membership ---------------------------------------------------------------------
+
+    def add(self, table: ConsumerTableBase) -> asyncio.Task[None]:
+        """Subscribe to the table's channel, then mark it ready if data is already waiting."""
+        if table in self._tables:
+            return self._track(asyncio.sleep(0))
+        self._tables.append(table)
+        self._last_served[id(table)] = 0
+        self._passed_over[id(table)] = 0
+        server = self._servers.get(table.db.address)
+        if server is None:
+            server = _ServerSubscription(self, table.db)
+            self._servers[table.db.address] = server
+        return self._track(server.add(table))
+
+    def remove(self, table: ConsumerTableBase) -> asyncio.Task[None]:
+        """Stop waiting on `table` (unsubscribing when no other table shares its channel)."""
+        if table not in self._tables:
+            return self._track(asyncio.sleep(0))
+        self._tables.remove(table)
+        self._last_served.pop(id(table), None)
+        self._passed_over.pop(id(table), None)
+        return self._track(self._servers[table.db.address].remove(table))
+
+    @property
+    def tables(self) -> list[ConsumerTableBase]:
+        return list(self._tables)
+
+    @property
+    def connected(self) -> bool:
+        """Whether every pub/sub connection is up."""
+        return all(s.connected for s in self._servers.values())
+
+    @property
+    def reconnects(self) -> int:
+        """How many times a pub/sub connection was re-established."""
+        return sum(s.reconnects for s in self._servers.values())
+
+    # -- waiting ------------------------------------------------------------------------
+
+    async def select(self, timeout: float | None = None) -> ConsumerTableBase | None:
+        """The next table to pop, or None when none became ready within `timeout` seconds."""
+        if self._pending:
+            await asyncio.gather(*list(self._pending))
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            table = self._pick()
+            if table is not None:
+                return table
+            self._wakeup.clear()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+            except TimeoutError:
+                return None
+
+    def _pick(self) -> ConsumerTableBase | None:
+        ready = [t for t in self._tables if t.ready]
+        if not ready:
+            return None
+        last = self._last_served
+        starving = [t for t in ready if self._passed_over[id(t)] >= self.starvation_limit]
+        if starving:
+            chosen = min(starving, key=lambda t: last[id(t)])
+        else:
+            chosen = min(ready, key=lambda t: (-t.priority, last[id(t)]))
+        for t in ready:
+            self._passed_over[id(t)] += 1
+        self._passed_over[id(chosen)] = 0
+        last[id(chosen)] = next(self._served)
+        return chosen
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    def _track(self, coro: object) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
+
+    async def close(self) -> None:
+        """Stop the reader tasks and close the pub/sub connections."""
+        for task in list(self._pending):
+            task.cancel()
+        for server in self._servers.values():
+            await server.close()
+        self._servers.clear()
+
+    async def __aenter__(self) -> Select:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _ServerSubscription:
+    """One pub/sub connection to one redis-server, shared by all tables on it; reconnects by itself."""
+
+    def __init__(self, select: Select, db: DBConnector) -> None:
+        self._select = select
+        self._client = db.new_client(socket_timeout=None, socket_keepalive=True)
+        self._channels: dict[str, set[ConsumerTableBase]] = {}
+        self._confirmed: set[str] = set()
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._conn: AbstractConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.connected = False
+        self.reconnects = 0
+        self.address = db.address
+
+    async def add(self, table: ConsumerTableBase) -> None:
+        channel = table.channel
+        tables = self._channels.setdefault(channel, set())
+        tables.add(table)
+        if channel not in self._confirmed:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.setdefault(channel, []).append(waiter)
+            if len(self._waiters[channel]) == 1:
+                await self._send("SUBSCRIBE", channel)
+            self._ensure_running()
+            await waiter
+        # Subscribed before looking: data written earlier is seen now, later data is PUBLISHed.
+        if await table.has_pending():
+            table.notify()
+            self._select._wake()
+
+    async def remove(self, table: ConsumerTableBase) -> None:
+        channel = table.channel
+        tables = self._channels.get(channel, set())
+        tables.discard(table)
+        if not tables and channel in self._channels:
+            del self._channels[channel]
+            self._confirmed.discard(channel)
+            await self._send("UNSUBSCRIBE", channel)
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _send(self, *args: str) -> None:
+        conn = self._conn
+        if conn is None:
+            return  # the reader subscribes every channel when it (re)connects
+        try:
+            await conn.send_command(*args, check_health=False)
+        except CONNECTION_ERRORS:
+            pass  # the reader notices the drop and resubscribes
+
+    async def _run(self) -> None:
+        delay = self._select.reconnect_min
+        first = True
+        while True:
+            conn = self._client.connection_pool.make_connection()
+            try:
+                await conn.connect()
+                self._conn = conn
+                if self._channels:
+                    await conn.send_command("SUBSCRIBE", *self._channels, check_health=False)
+                if not first:
+                    self.reconnects += 1
+                    log.info("pubsub reconnected", address=self.address, channels=len(self._channels))
+                self.connected = True
+                delay = self._select.reconnect_min
+                await self._read(conn, resubscribed=not first)
+            except asyncio.CancelledError:
+                raise
+            except CONNECTION_ERRORS as exc:
+                if self.connected or first:
+                    log.warning("pubsub connection lost", address=self.address, error=str(exc))
+            finally:
+                self.connected = False
+                self._conn = None
+                self._confirmed.clear()
+                await conn.disconnect()
+            first = False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._select.reconnect_max)
+
+    async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
+        channels = self._channels
+        while True:
+            reply = await conn.read_response(timeout=None, push_request=True)
+            kind = reply[0]
+            if kind == "message":
+                for table in channels.get(reply[1], ()):
+                    table.notify()
+                self._select._wake()
+            elif kind == "subscribe":
+                channel = reply[1]
+                self._confirmed.add(channel)
+                for waiter in self._waiters.pop(channel, ()):
+                    if not waiter.done():
+                        waiter.set_result(None)
+                if resubscribed:
+                    # PUBLISHes sent while we were away are gone: let every table look again.
+                    for table in channels.get(channel, ()):
+                        table.notify()
+                    self._select._wake()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, *CONNECTION_ERRORS):
+                pass
+        for waiters in self._waiters.values():
+            for w in waiters:
+                w.cancel()
+        await self._client.aclose()

@@ -1,0 +1,106 @@
+"""Table naming shared by every channel kind, and the plain Table (hashes `TABLE<sep>key`)."""
+
+from __future__ import annotations
+
+import json
+
+from .connector import DBConnector
+from .fields import FieldValues, FieldValuesLike, as_field_values
+from .lua import TABLE_DUMP
+
+TableDump = dict[str, dict[str, str]]
+
+
+class TableBase:
+    """The Redis names the C++ TableBase, TableName_KeySet and TableName_KeyValueOpQueues derive."""
+
+    def __init__(self, db: DBConnector, name: str) -> None:
+        self.db = db
+        self.name = name
+        self.separator = db.separator
+
+    def key_name(self, key: str) -> str:
+        """`TABLE<sep>key`, or the bare table name for the empty key (as C++ getKeyName)."""
+        return f"{self.name}{self.separator}{key}" if key else self.name
+
+    @property
+    def channel(self) -> str:
+        """`<TABLE>_CHANNEL@<db id>`."""
+        return f"{self.name}_CHANNEL@{self.db.db_id}"
+
+    @property
+    def key_set(self) -> str:
+        return f"{self.name}_KEY_SET"
+
+    @property
+    def del_set(self) -> str:
+        return f"{self.name}_DEL_SET"
+
+    @property
+    def state_prefix(self) -> str:
+        return "_"
+
+    @property
+    def op_queue(self) -> str:
+        return f"{self.name}_KEY_VALUE_OP_QUEUE"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, db={self.db.name or self.db.db_id})"
+
+
+class Table(TableBase):
+    """Direct access to a table's hashes, as the C++ swss::Table."""
+
+    async def set(self, key: str, fvs: FieldValuesLike) -> None:
+        """HSET all pairs in one command; nothing is sent for no pairs (as C++)."""
+        pairs = as_field_values(fvs)
+        if not pairs:
+            return
+        flat = [x for fv in pairs for x in fv]
+        await self.db.redis.execute_command("HSET", self.key_name(key), *flat)
+
+    async def get(self, key: str) -> FieldValues | None:
+        """The entry's pairs, or None when the entry does not exist."""
+        flat = await self.db.redis.execute_command("HGETALL", self.key_name(key))
+        if not flat:
+            return None
+        items = flat.items() if isinstance(flat, dict) else zip(flat[::2], flat[1::2])
+        return list(items)
+
+    async def delete(self, key: str) -> None:
+        await self.db.redis.execute_command("DEL", self.key_name(key))
+
+    async def hget(self, key: str, field: str) -> str | None:
+        return await self.db.redis.execute_command("HGET", self.key_name(key), field)
+
+    async def hset(self, key: str, field: str, value: str) -> None:
+        await self.db.redis.execute_command("HSET", self.key_name(key), field, value)
+
+    async def hdel(self, key: str, field: str) -> None:
+        await self.db.redis.execute_command("HDEL", self.key_name(key), field)
+
+    async def keys(self) -> list[str]:
+        """Entry keys, by `KEYS TABLE<sep>*` as the C++ getKeys."""
+        prefix = f"{self.name}{self.separator}"
+        found = await self.db.redis.execute_command("KEYS", f"{prefix}*")
+        return [k[len(prefix):] for k in found]
+
+    async def dump(self) -> TableDump:
+        """Every entry with its fields.
+
+        With ':' this is the C++ library's table_dump.lua (one atomic EVALSHA); that script
+        hard-codes ':', so '|' tables are read with KEYS and pipelined HGETALLs instead.
+        """
+        if self.separator == ":":
+            raw = await self.db.evalsha(TABLE_DUMP, [self.name], ["''"])
+            plen = len(self.name) + 1
+            return {
+                k[plen:]: {f: v for f, v in fields.items() if f != "NULL"}
+                for k, fields in json.loads(raw).items()
+            }
+        keys = await self.keys()
+        pipe = self.db.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(self.key_name(key))
+        values = await pipe.execute()
+        return {k: v for k, v in zip(keys, values) if v}

