@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
-from .lua import CST_POPS
+from .lua import CST_POPS, CST_POPS_TRACKED
 
 
 class ConsumerStateTable(ConsumerTableBase):
@@ -12,19 +13,38 @@ class ConsumerStateTable(ConsumerTableBase):
 
     Each popped entry carries only the fields changed since the last pop; an entry whose state
     hash is empty comes as DEL. The script also moves the fields into `TABLE<sep>key`.
+
+    When a key is deleted and set again between two pops, the C++ script returns one SET with
+    the new fields while the old entry is gone from the table. With `track_deletes=True` swssd's
+    own variant of the script (same effect on Redis) reports that as DEL followed by SET, which
+    is what a capture needs to be replayed exactly.
     """
+
+    def __init__(
+        self,
+        db: DBConnector,
+        name: str,
+        pop_batch_size: int = 128,
+        priority: int = 0,
+        track_deletes: bool = False,
+    ) -> None:
+        super().__init__(db, name, pop_batch_size, priority)
+        self.track_deletes = track_deletes
 
     async def has_pending(self) -> bool:
         return int(await self.db.redis.execute_command("SCARD", self.key_set)) > 0
 
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
         reply = await self.db.evalsha(
-            CST_POPS,
+            CST_POPS_TRACKED if self.track_deletes else CST_POPS,
             [self.key_set, self.name + self.separator, self.del_set],
             [self.pop_batch_size, self.state_prefix],
         )
         out: list[KeyOpFieldsValues] = []
-        for key, flat in reply or ():
+        for entry in reply or ():
+            key, flat = entry[0], entry[1]
             fvs = list(zip(flat[::2], flat[1::2]))
+            if self.track_deletes and entry[2] and fvs:
+                out.append(KeyOpFieldsValues(key, DEL_COMMAND, []))
             out.append(KeyOpFieldsValues(key, SET_COMMAND if fvs else DEL_COMMAND, fvs))
         return out

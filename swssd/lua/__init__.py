@@ -32,6 +32,7 @@ PST_BATCHED_DEL = Script.from_package("producer_state_table_batched_del")
 PST_CLEAR = Script.from_package("producer_state_table_clear")
 PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
 CST_POPS = Script.from_package("consumer_state_table_pops")
+CST_POPS_TRACKED = Script.from_package("consumer_state_table_pops_tracked")
 PT_ENQUEUE = Script.from_package("producer_table_enqueue")
 CT_POPS = Script.from_package("consumer_table_pops")
 TABLE_DUMP = Script.from_package("table_dump")
@@ -44,6 +45,7 @@ ALL_SCRIPTS = (
     PST_CLEAR,
     PST_APPLY_VIEW,
     CST_POPS,
+    CST_POPS_TRACKED,
     PT_ENQUEUE,
     CT_POPS,
     TABLE_DUMP,
