@@ -14,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .dbconfig import SonicDBConfig, check_separator
 from .errors import RedisUnreachableError
 from .lua import Script
+from .wire import use_hiredis_packing
 
 #: Strings cross the wire as UTF-8; bytes that are not UTF-8 survive as surrogate escapes.
 CLIENT_OPTIONS: dict[str, Any] = {"decode_responses": True, "encoding_errors": "surrogateescape"}
@@ -40,7 +41,7 @@ class DBConnector:
         separator: str = ":",
         name: str | None = None,
     ) -> None:
-        self.redis = client
+        self.redis = use_hiredis_packing(client)
         self.db_id = db_id
         self.separator = check_separator(separator)
         self.name = name
@@ -104,8 +105,10 @@ class DBConnector:
         """A separate client to the same server and database (e.g. for pub/sub)."""
         pool = self.redis.connection_pool
         kwargs = {**pool.connection_kwargs, **overrides}
-        return aioredis.Redis(
-            connection_pool=aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+        return use_hiredis_packing(
+            aioredis.Redis(
+                connection_pool=aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+            )
         )
 
     async def ping(self) -> None:

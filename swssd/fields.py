@@ -22,6 +22,8 @@ class KeyOpFieldsValues(NamedTuple):
 
 def as_field_values(fvs: FieldValuesLike) -> FieldValues:
     """Accept a mapping or pairs, keep the order given (the C++ vector order)."""
+    if type(fvs) is list:  # the common case, checked first: this runs once per key
+        return fvs
     if isinstance(fvs, Mapping):
         return list(fvs.items())
     return [(f, v) for f, v in fvs]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 
 import structlog
 
@@ -42,9 +43,7 @@ class ProducerStateTable(TableBase):
             return
         state_hash = self.state_prefix + self.key_name(key)
         keys = [self.channel, self.key_set, *([state_hash] * len(pairs))]
-        args: list[str] = ["G", key]
-        for field, value in pairs:
-            args += (field, value)
+        args = ["G", key, *chain.from_iterable(pairs)]
         await self._send((PST_SET, keys, args))
 
     async def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:
@@ -65,12 +64,12 @@ class ProducerStateTable(TableBase):
             return
         if not batch:
             return
-        keys = [self.channel, self.key_set, self._state_table_prefix(), *(k for k, _ in batch)]
+        keys = [self.channel, self.key_set, self._state_table_prefix()]
         args: list[str | int] = ["G"]
-        for _, pairs in batch:
+        for key, pairs in batch:
+            keys.append(key)
             args.append(len(pairs))
-            for field, value in pairs:
-                args += (field, value)
+            args.extend(chain.from_iterable(pairs))
         await self._send((PST_BATCHED_SET, keys, args))
 
     async def delete_many(self, keys: Iterable[str]) -> None:
