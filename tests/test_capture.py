@@ -1,0 +1,151 @@
+"""CaptureWriter: record format, swss.rec form, rotation, reopen, a full disk, the bounded queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from swssd import KeyOpFieldsValues as K
+from swssd.capture import CaptureWriter
+
+TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+REC_TS = r"\d{4}-\d\d-\d\d\.\d\d:\d\d:\d\d\.\d{6}"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_records_are_lossless_json_lines(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="sw1")
+    await w.start()
+    odd_key = "Ethernet0:1|2\nnext é"
+    w.record("APPL_DB", "PORT_TABLE", ":", [K(odd_key, "SET", [("mtu", "9100"), ("alias", "a:b|c")])])
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet4", "DEL", [])])
+    w.record("APPL_DB", "ROUTE_TABLE", ":", [K("10.0.0.0/8", "SET", [("nexthop", "x")])],
+             dead_letter=True, reason="retries exhausted")
+    await w.close()
+
+    lines = (tmp_path / "swssd.capture.jsonl").read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 4
+    assert "é".encode() in lines[0]  # not \u-escaped
+    recs = read_jsonl(tmp_path / "swssd.capture.jsonl")
+    assert [r["seq"] for r in recs] == [1, 2, 3]
+    assert all(TS_RE.match(r["ts"]) for r in recs)
+    assert [r["ts"] for r in recs] == sorted(r["ts"] for r in recs)
+    first = recs[0]
+    assert list(first) == ["ts", "host", "db", "table", "key", "op", "fvs", "seq"]
+    assert (first["host"], first["db"], first["table"], first["key"], first["op"]) == (
+        "sw1", "APPL_DB", "PORT_TABLE", odd_key, "SET")
+    assert first["fvs"] == [["mtu", "9100"], ["alias", "a:b|c"]]
+    assert recs[1]["op"] == "DEL" and recs[1]["fvs"] == []
+    assert recs[2]["dead_letter"] is True and recs[2]["reason"] == "retries exhausted"
+    assert "dead_letter" not in recs[0]
+    assert (w.written, w.dropped, w.errors) == (3, 0, 0)
+
+
+async def test_swss_rec_form(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="sw1", rec=True)
+    await w.start()
+    w.record("APPL_DB", "INTF_TABLE", ":", [K("PortChannel02:fc00::75/126", "SET", [("scope", "global")])])
+    w.record("CONFIG_DB", "QUEUE", "|", [K("Ethernet0|0", "SET", [("scheduler", "scheduler.0")])])
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet8", "DEL", [])])
+    await w.close()
+    lines = (tmp_path / "swss.rec").read_text().splitlines()
+    assert re.fullmatch(REC_TS + r"\|recording started", lines[0])
+    body = [line.split("|", 1) for line in lines[1:]]
+    assert all(re.fullmatch(REC_TS, ts) for ts, _ in body)
+    assert [rest for _, rest in body] == [
+        "INTF_TABLE:PortChannel02:fc00::75/126|SET|scope:global",
+        "QUEUE|Ethernet0|0|SET|scheduler:scheduler.0",
+        "PORT_TABLE:Ethernet8|DEL",
+    ]
+
+
+async def test_delete_then_set_is_recorded_in_order(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h")
+    await w.start()
+    w.record("APPL_DB", "T", ":", [K("k", "DEL", []), K("k", "SET", [("a", "1")])])
+    await w.close()
+    assert [(r["op"], r["seq"]) for r in read_jsonl(w.path)] == [("DEL", 1), ("SET", 2)]
+
+
+async def test_size_rotation_keeps_whole_lines(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h", max_bytes=2000, backups=3, rec=True)
+    await w.start()
+    for i in range(200):
+        w.record("APPL_DB", "T", ":", [K(f"key{i:03d}", "SET", [("f", "v" * 20)])])
+        if i % 7 == 0:
+            await w.flush()
+    await w.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [
+        "swss.rec", "swss.rec.1", "swss.rec.2", "swss.rec.3",
+        "swssd.capture.jsonl", "swssd.capture.jsonl.1", "swssd.capture.jsonl.2", "swssd.capture.jsonl.3",
+    ]
+    seqs = []
+    for name in ["swssd.capture.jsonl.3", "swssd.capture.jsonl.2", "swssd.capture.jsonl.1", "swssd.capture.jsonl"]:
+        path = tmp_path / name
+        assert 0 < path.stat().st_size <= 2000
+        seqs += [r["seq"] for r in read_jsonl(path)]  # every line parses
+    assert seqs == list(range(seqs[0], 201))  # oldest backups dropped, order kept
+    for name in ["swss.rec", "swss.rec.1"]:
+        assert (tmp_path / name).read_text().splitlines()[0].endswith("|recording started")
+
+
+async def test_reopen_after_logrotate_moves_the_file(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h", rec=True)
+    await w.start()
+    w.record("APPL_DB", "T", ":", [K("a", "SET", [("f", "1")])])
+    await w.flush()
+    os.rename(w.path, tmp_path / "moved.jsonl")
+    os.rename(tmp_path / "swss.rec", tmp_path / "swss.rec.moved")
+    w.record("APPL_DB", "T", ":", [K("b", "SET", [("f", "2")])])  # still goes to the moved file
+    w.reopen()
+    w.record("APPL_DB", "T", ":", [K("c", "SET", [("f", "3")])])
+    await w.close()
+    assert [r["key"] for r in read_jsonl(tmp_path / "moved.jsonl")] == ["a", "b"]
+    assert [r["key"] for r in read_jsonl(w.path)] == ["c"]
+    rec = (tmp_path / "swss.rec").read_text().splitlines()
+    assert rec[0].endswith("|recording started") and rec[1].endswith("|T:c|SET|f:3")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+async def test_full_disk_is_counted_not_raised(tmp_path: Path) -> None:
+    target = tmp_path / "swssd.capture.jsonl"
+    target.symlink_to("/dev/full")  # every write fails with ENOSPC
+    w = CaptureWriter(tmp_path, host="h")
+    await w.start()
+    w.record("APPL_DB", "T", ":", [K(f"k{i}", "SET", [("f", "v")]) for i in range(5)])
+    await w.flush()
+    assert (w.written, w.dropped) == (0, 5) and w.errors >= 1
+    target.unlink()  # space again: the next reopen writes to a real file
+    w.reopen()
+    w.record("APPL_DB", "T", ":", [K("after", "SET", [("f", "v")])])
+    await w.close()
+    assert (w.written, w.dropped) == (1, 5)
+    recs = read_jsonl(target)
+    assert [(r["key"], r["seq"]) for r in recs] == [("after", 6)]
+
+
+async def test_bounded_queue_drops_and_leaves_a_seq_gap(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h", max_queue=3)
+    w.record("APPL_DB", "T", ":", [K(f"k{i}", "SET", [("f", "v")]) for i in range(5)])  # not started yet
+    await w.start()
+    await w.flush()
+    w.record("APPL_DB", "T", ":", [K("late", "SET", [("f", "v")])])
+    await w.close()
+    w.record("APPL_DB", "T", ":", [K("closed", "SET", [("f", "v")])])
+    assert [r["seq"] for r in read_jsonl(w.path)] == [1, 2, 3, 6]
+    assert (w.written, w.dropped) == (4, 3)
+
+
+async def test_unusable_directory_fails_at_start(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError):
+        await CaptureWriter(blocker / "sub", host="h").start()
