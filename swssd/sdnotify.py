@@ -1,0 +1,96 @@
+"""systemd's notify protocol over $NOTIFY_SOCKET, with the standard library only.
+
+READY=1 once the daemon serves, WATCHDOG=1 from the event loop itself (so a stuck loop
+misses its pings and systemd restarts it, while a merely busy loop still pings), STATUS=
+lines for `systemctl status`, RELOADING=1 on SIGHUP and STOPPING=1 on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+class SystemdNotifier:
+    """Sends notify datagrams; every method is a no-op when not run by systemd."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        address = env.get("NOTIFY_SOCKET", "")
+        if address.startswith("@"):
+            address = "\0" + address[1:]  # abstract namespace
+        self._address = address or None
+        self._sock: socket.socket | None = None
+        self.watchdog_interval = self._watchdog_interval(env)
+        self._watchdog_task: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _watchdog_interval(env: dict[str, str] | os._Environ[str]) -> float | None:
+        """Half of $WATCHDOG_USEC, when the watchdog is meant for this process."""
+        usec = env.get("WATCHDOG_USEC")
+        pid = env.get("WATCHDOG_PID")
+        if not usec or (pid and pid.isdigit() and int(pid) != os.getpid()):
+            return None
+        try:
+            value = int(usec)
+        except ValueError:
+            return None
+        return value / 1e6 / 2 if value > 0 else None
+
+    @property
+    def enabled(self) -> bool:
+        return self._address is not None
+
+    def notify(self, *lines: str) -> None:
+        """Send `KEY=value` lines in one datagram; errors are logged, never raised."""
+        if self._address is None:
+            return
+        try:
+            if self._sock is None:
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            self._sock.sendto("\n".join(lines).encode(), self._address)
+        except OSError as exc:
+            log.warning("sd_notify failed", error=str(exc))
+
+    def ready(self, status: str | None = None) -> None:
+        self.notify("READY=1", *([f"STATUS={status}"] if status else []))
+
+    def status(self, text: str) -> None:
+        self.notify(f"STATUS={text}")
+
+    def reloading(self) -> None:
+        # MONOTONIC_USEC lets systemd >= 253 match this to the reload it asked for.
+        self.notify("RELOADING=1", f"MONOTONIC_USEC={time.monotonic_ns() // 1000}")
+
+    def stopping(self) -> None:
+        self.notify("STOPPING=1")
+
+    def start_watchdog(self) -> None:
+        """Ping WATCHDOG=1 from a task on the running loop at half of $WATCHDOG_USEC."""
+        if self.watchdog_interval is None or self._address is None or self._watchdog_task:
+            return
+        self._watchdog_task = asyncio.get_running_loop().create_task(self._watchdog())
+
+    async def _watchdog(self) -> None:
+        assert self.watchdog_interval is not None
+        while True:
+            self.notify("WATCHDOG=1")
+            await asyncio.sleep(self.watchdog_interval)
+
+    async def close(self) -> None:
+        if self._watchdog_task is not None:
+            self._watchdog_task.cancel()
+            try:
+                await self._watchdog_task
+            except asyncio.CancelledError:
+                pass
+            self._watchdog_task = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None

@@ -1,0 +1,1 @@
+"""Operator tools behind `swssd produce` and `swssd dump`."""

@@ -1,0 +1,52 @@
+"""`swssd dump`: print tables as JSON, {"<table>": {"<key>": {"<field>": "<value>"}}}.
+
+This is the format `swssd replay diff` compares against. State hashes (`_TABLE:key`) and the
+channel bookkeeping keys (`*_KEY_SET`, `*_DEL_SET`, `*_KEY_VALUE_OP_QUEUE`) are not tables and
+are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..connector import DBConnector
+from ..table import Table, TableDump
+from .connect import add_connection_arguments, connect_from_args
+
+BOOKKEEPING_SUFFIXES = ("_KEY_SET", "_DEL_SET", "_KEY_VALUE_OP_QUEUE")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_connection_arguments(parser)
+    parser.add_argument("--table", action="append", help="only this table (repeatable; default: every table)")
+    parser.add_argument("--indent", type=int, default=2, help="JSON indentation (default 2; 0 for one line)")
+
+
+async def table_names(db: DBConnector) -> list[str]:
+    """Every table that has at least one entry hash in the database."""
+    names: set[str] = set()
+    async for key in db.redis.scan_iter(count=1000, _type="hash"):
+        if key.startswith("_") or key.endswith(BOOKKEEPING_SUFFIXES):
+            continue
+        names.add(key.split(db.separator, 1)[0])
+    return sorted(names)
+
+
+async def dump_tables(db: DBConnector, tables: list[str] | None = None) -> dict[str, TableDump]:
+    """Contents of the given tables (all tables when None), keys sorted for stable output."""
+    out: dict[str, TableDump] = {}
+    for name in tables or await table_names(db):
+        content = await Table(db, name).dump()
+        out[name] = {k: dict(sorted(content[k].items())) for k in sorted(content)}
+    return out
+
+
+async def run(args: argparse.Namespace) -> int:
+    db = await connect_from_args(args)
+    async with db:
+        result = await dump_tables(db, args.table)
+    json.dump(result, sys.stdout, indent=args.indent or None, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0

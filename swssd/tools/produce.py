@@ -1,0 +1,172 @@
+"""`swssd produce`: write changes through ProducerStateTable or ProducerTable.
+
+Operations come from arguments (`set KEY f=v ...`, `del KEY`) or from a file:
+- JSON Lines or a JSON array of {"op": "SET"|"DEL", "key": K, "fvs": {f: v} | [[f, v], ...]}
+  ("table" in an object overrides --table);
+- SONiC's swssconfig format: [{"TABLE:key": {f: v}, "OP": "SET"|"DEL"}, ...].
+Consecutive SETs (and DELs) to one table are batched into one EVALSHA of up to --batch keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+
+from ..connector import DBConnector
+from ..errors import SwssdError
+from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues
+from ..producer_state_table import ProducerStateTable
+from ..producer_table import ProducerTable
+from .connect import add_connection_arguments, connect_from_args
+
+
+class OperationError(SwssdError, ValueError):
+    """An operation the tool cannot understand; says where it came from."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    table: str
+    op: str
+    key: str
+    fvs: FieldValues = field(default_factory=list)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_connection_arguments(parser)
+    parser.add_argument("--table", help="table to write (needed unless every operation names its table)")
+    parser.add_argument(
+        "--kind", choices=["state", "queue"], default="state",
+        help="state: ProducerStateTable (default); queue: ProducerTable",
+    )
+    parser.add_argument("--file", type=Path, help="operations from a JSON, JSON Lines or swssconfig file ('-' for stdin)")
+    parser.add_argument("--batch", type=int, default=128, help="keys per batched EVALSHA (default 128)")
+    parser.add_argument(
+        "ops", nargs="*", metavar="OP",
+        help="'set KEY field=value ...' or 'del KEY'; several operations may follow each other",
+    )
+
+
+def parse_words(words: list[str], table: str | None) -> list[Operation]:
+    """`set K f=v f=v del K2 set K3 f=v` -> operations, in order."""
+    ops: list[Operation] = []
+    i = 0
+    while i < len(words):
+        verb = words[i].lower()
+        if verb not in ("set", "del") or i + 1 >= len(words):
+            raise OperationError(f"expected 'set KEY field=value ...' or 'del KEY' at {' '.join(words[i:i + 3])!r}")
+        key = words[i + 1]
+        i += 2
+        fvs: FieldValues = []
+        while verb == "set" and i < len(words) and words[i].lower() not in ("set", "del"):
+            name, eq, value = words[i].partition("=")
+            if not eq:
+                raise OperationError(f"expected field=value, got {words[i]!r}")
+            fvs.append((name, value))
+            i += 1
+        ops.append(Operation(_need_table(table, key), SET_COMMAND if verb == "set" else DEL_COMMAND, key, fvs))
+    return ops
+
+
+def parse_document(text: str, table: str | None, separator: str, source: str) -> list[Operation]:
+    """JSON array, JSON Lines, or swssconfig: detected from the content."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise OperationError(f"{source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        return [_from_object(obj, table, separator, f"{source}: item {n}") for n, obj in enumerate(items, 1)]
+    ops = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise OperationError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        ops.append(_from_object(obj, table, separator, f"{source}:{lineno}"))
+    return ops
+
+
+def _from_object(obj: object, table: str | None, separator: str, where: str) -> Operation:
+    if not isinstance(obj, dict):
+        raise OperationError(f"{where}: expected an object")
+    op = str(obj.get("OP", obj.get("op", SET_COMMAND))).upper()
+    if op not in (SET_COMMAND, DEL_COMMAND):
+        raise OperationError(f"{where}: op must be SET or DEL, not {op!r}")
+    if "key" in obj:
+        fvs = _field_values(obj.get("fvs", {}), where)
+        return Operation(str(obj.get("table") or _need_table(table, obj["key"])), op, str(obj["key"]), fvs)
+    entries = [k for k in obj if k not in ("OP", "op")]
+    if len(entries) != 1:
+        raise OperationError(f"{where}: expected {{\"key\": ...}} or one \"TABLE{separator}key\" entry")
+    full = entries[0]
+    name, sep, key = full.partition(separator)
+    if not sep:
+        raise OperationError(f"{where}: {full!r} has no '{separator}' between table and key")
+    return Operation(name, op, key, _field_values(obj[full], where))
+
+
+def _field_values(raw: object, where: str) -> FieldValues:
+    if isinstance(raw, dict):
+        return [(str(f), str(v)) for f, v in raw.items()]
+    if isinstance(raw, list) and all(isinstance(p, list) and len(p) == 2 for p in raw):
+        return [(str(f), str(v)) for f, v in raw]
+    raise OperationError(f"{where}: fields must be an object or a list of [field, value] pairs")
+
+
+def _need_table(table: str | None, key: str) -> str:
+    if not table:
+        raise OperationError(f"no table for key {key!r}: pass --table")
+    return table
+
+
+def _runs(ops: list[Operation]) -> Iterator[tuple[tuple[str, str], list[Operation]]]:
+    for group, run in groupby(ops, key=lambda o: (o.table, o.op)):
+        yield group, list(run)
+
+
+async def produce(db: DBConnector, ops: list[Operation], kind: str = "state", batch: int = 128) -> int:
+    """Send `ops` in order; consecutive same-table SETs/DELs are batched. Returns how many were sent."""
+    for (table, op), run in _runs(ops):
+        if kind == "queue":
+            producer = ProducerTable(db, table, buffered=True)
+            for o in run:
+                await (producer.set(o.key, o.fvs) if op == SET_COMMAND else producer.delete(o.key))
+            await producer.flush()
+            continue
+        pst = ProducerStateTable(db, table)
+        for start in range(0, len(run), batch):
+            chunk = run[start:start + batch]
+            if op == SET_COMMAND:
+                await pst.set_many([(o.key, o.fvs) for o in chunk])
+            else:
+                await pst.delete_many([o.key for o in chunk])
+    return len(ops)
+
+
+async def run(args: argparse.Namespace) -> int:
+    if not args.ops and not args.file:
+        raise OperationError("nothing to produce: give 'set KEY f=v ...' / 'del KEY' or --file")
+    db = await connect_from_args(args)
+    async with db:
+        ops = parse_words(args.ops, args.table) if args.ops else []
+        if args.file:
+            text = sys.stdin.read() if str(args.file) == "-" else _read(args.file)
+            ops += parse_document(text, args.table, db.separator, str(args.file))
+        sent = await produce(db, ops, args.kind, args.batch)
+    print(f"produced {sent} operation(s) to {db.name or db.db_id}")
+    return 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise OperationError(f"{path}: cannot read ({exc.strerror or exc})") from None

@@ -1,0 +1,110 @@
+"""`swssd status`: a running daemon's figures as a readable table, and a health check.
+
+Exit 0 when healthy; 1 when unhealthy (Redis down, event loop stalled or lagging, not ready);
+2 when the daemon's metrics endpoint cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-url", default="http://127.0.0.1:9464/metrics",
+        help="the daemon's metrics endpoint (config [metrics] address/port; default %(default)s)",
+    )
+    parser.add_argument("--max-lag", type=float, default=1.0, help="loop lag in seconds above which the daemon is unhealthy")
+    parser.add_argument("--max-silence", type=float, default=10.0, help="seconds without a loop heartbeat that count as stalled")
+    parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the endpoint")
+
+
+@dataclass
+class Snapshot:
+    """What the endpoint said, reduced to what the table and the health check need."""
+
+    tables: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    scalars: dict[str, float] = field(default_factory=dict)
+    reconnects: dict[str, float] = field(default_factory=dict)
+
+
+def parse(text: str) -> Snapshot:
+    snap = Snapshot()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name.removeprefix("swssd_")
+            if name.endswith("_created"):
+                continue
+            if "table" in sample.labels:
+                column = name.removesuffix("_total")
+                if column in COLUMNS:
+                    snap.tables[sample.labels["table"]][column] = sample.value
+                elif name == "handler_latency_seconds_sum":
+                    snap.tables[sample.labels["table"]]["latency_sum"] = sample.value
+                elif name == "handler_latency_seconds_count":
+                    snap.tables[sample.labels["table"]]["latency_count"] = sample.value
+            elif name.startswith("reconnects"):
+                snap.reconnects[sample.labels.get("connection", "?")] = sample.value
+            else:
+                snap.scalars[name] = sample.value
+    return snap
+
+
+def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | None = None) -> list[str]:
+    """Why the daemon is unhealthy; empty when it is healthy."""
+    found = []
+    if snap.scalars.get("redis_up", 0.0) < 1.0:
+        found.append("Redis unreachable")
+    if snap.scalars.get("ready", 0.0) < 1.0:
+        found.append("not ready (still starting or stopping)")
+    lag = snap.scalars.get("loop_lag_seconds", 0.0)
+    if lag > max_lag:
+        found.append(f"event loop lagging {lag:.3f}s")
+    beat = snap.scalars.get("heartbeat_timestamp_seconds")
+    now = time.time() if now is None else now
+    if beat is None or now - beat > max_silence:
+        found.append("event loop stalled (no heartbeat)")
+    return found
+
+
+def render(snap: Snapshot) -> str:
+    head = ("table", *COLUMNS, "avg ms")
+    rows = []
+    for table in sorted(snap.tables):
+        t = snap.tables[table]
+        count = t.get("latency_count", 0.0)
+        avg = f"{t.get('latency_sum', 0.0) / count * 1000:.2f}" if count else "-"
+        rows.append((table, *(f"{int(t.get(c, 0))}" for c in COLUMNS), avg))
+    widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
+    lines = ["  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+             for r in (head, *rows)]
+    lag = snap.scalars.get("loop_lag_seconds", 0.0)
+    reconnects = ", ".join(f"{k} {int(v)}" for k, v in sorted(snap.reconnects.items())) or "none"
+    lines.append("")
+    lines.append(f"loop lag {lag * 1000:.1f} ms; reconnects: {reconnects}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with urllib.request.urlopen(args.metrics_url, timeout=args.timeout) as resp:
+            text = resp.read().decode()
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"swssd status: cannot reach {args.metrics_url} ({exc}); is the daemon running with [metrics] enabled?",
+              file=sys.stderr)
+        return 2
+    snap = parse(text)
+    print(render(snap))
+    found = problems(snap, args.max_lag, args.max_silence)
+    print("health: " + ("OK" if not found else "UNHEALTHY: " + "; ".join(found)))
+    return 1 if found else 0
