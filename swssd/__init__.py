@@ -18,6 +18,7 @@ from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
 from .select import Select
 from .table import Table
+from .orch import Orch, Retry
 
 __version__ = "0.1.0"
 
@@ -31,9 +32,11 @@ __all__ = [
     "FieldValues",
     "InvalidSeparatorError",
     "KeyOpFieldsValues",
+    "Orch",
     "ProducerStateTable",
     "ProducerTable",
     "RedisUnreachableError",
+    "Retry",
     "SET_COMMAND",
     "Select",
     "SonicDBConfig",

@@ -1,0 +1,95 @@
+"""Log setup with structlog: JSON lines (one event per line, for journald) or a readable console form.
+
+Output goes to stderr or to a file that `reopen()` reopens by name (SIGHUP after logrotate).
+Standard-library log records (asyncio, redis) go through the same renderer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+import structlog
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+class _Output:
+    """stderr, or a file reopened by name on reopen(); writes are whole lines."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: IO[str] = self._open()
+
+    def _open(self) -> IO[str]:
+        if self.path is None:
+            return sys.stderr
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - reopened on SIGHUP
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self._file.write(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._file.flush()
+
+    def isatty(self) -> bool:
+        return self._file.isatty()
+
+    def reopen(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            old, self._file = self._file, self._open()
+            old.close()
+
+
+_output: _Output | None = None
+
+
+def configure(format: str = "console", level: str = "info", file: Path | None = None) -> None:
+    """Set up structlog (and stdlib logging) for the whole process."""
+    global _output
+    if _output is not None and _output.path is not None:
+        _output._file.close()
+    _output = _Output(file)
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer: Any
+    if format == "json":
+        renderer = structlog.processors.JSONRenderer()
+        shared_tail: list[Any] = [structlog.processors.format_exc_info]
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=_output.isatty())
+        shared_tail = []
+    structlog.configure(
+        processors=[*shared, structlog.processors.StackInfoRenderer(), *shared_tail, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
+        logger_factory=structlog.WriteLoggerFactory(file=_output),  # type: ignore[arg-type]
+        cache_logger_on_first_use=False,
+    )
+    handler = logging.StreamHandler(_output)  # type: ignore[arg-type]
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *shared_tail, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(max(LEVELS[level], logging.INFO))
+
+
+def reopen() -> None:
+    """Reopen the log file by name (no-op when logging to stderr)."""
+    if _output is not None:
+        _output.reopen()

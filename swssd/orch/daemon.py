@@ -1,0 +1,420 @@
+"""The daemon: connectors, plugins and consumers from the config, then one loop of
+select -> pops -> the table's worker, until a signal stops it.
+
+Only this loop pops, one table at a time, so a pop is never cancelled half way (its data would be
+gone from Redis and not in memory). Handlers run in the workers' tasks, and Select reads pub/sub in
+its own task, so neither a slow handler nor a busy loop keeps notifications from being read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Coroutine
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import structlog
+from redis.exceptions import RedisError
+
+from .. import logging as swssd_logging
+from ..connector import CONNECTION_ERRORS, DBConnector
+from ..consumer_base import ConsumerTableBase
+from ..dbconfig import SonicDBConfig
+from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError
+from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..select import Select
+from ..table import Table
+from . import plugins
+from .config import SONIC_DATABASES, Config
+from .plugins import PluginError
+from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
+
+log = structlog.get_logger("swssd.daemon")
+
+_BACKOFF_MIN = 0.05
+_BACKOFF_MAX = 2.0
+#: how long each plugin's stop() may take at shutdown
+_STOP_HOOK_TIMEOUT = 5.0
+
+
+class _Connector(DBConnector):
+    """Workaround, to remove once swssd/select.py is fixed: Select asks every pub/sub client for
+    TCP keepalive, which redis-py's unix-socket connections refuse (TypeError in its reader task,
+    so add() never completes). Drop the option for unix sockets."""
+
+    def new_client(self, **overrides: Any) -> Any:
+        if self.redis.connection_pool.connection_kwargs.get("path"):
+            overrides.pop("socket_keepalive", None)
+        return super().new_client(**overrides)
+
+
+class Daemon:
+    """Runs the Orch plugins of one config. `await run()` returns the exit status."""
+
+    def __init__(self, config: Config, *, handle_signals: bool = True) -> None:
+        self.config = config
+        self.handle_signals = handle_signals
+        self.select = Select(starvation_limit=config.daemon.starvation_limit)
+        self.runtimes: list[OrchRuntime] = []
+        self.workers: list[TableWorker] = []
+        self.connectors: dict[str, DBConnector] = {}
+        self.capture: Any = None  # swssd.capture.CaptureWriter when [capture] is enabled
+        #: called with (worker, task, reason) for every dead-lettered task
+        self.dead_letter_hooks: list[DeadLetterHook] = []
+        #: set once every table is subscribed and reconciled
+        self.ready = asyncio.Event()
+        self._by_table: dict[ConsumerTableBase, TableWorker] = {}
+        self._started: list[OrchRuntime] = []
+        self._stop = asyncio.Event()
+        self._force = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._pop_error: str | None = None
+        self._down_since: float | None = None
+        self._crashed = False
+        self._db_config: SonicDBConfig | None = None
+
+    # -- control ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop popping, let in-flight and popped tasks finish (bounded), then return from run()."""
+        if self._stop.is_set():
+            return
+        log.info("stopping", pending=self.pending_count)
+        self._stop.set()
+        self._kick.set()
+
+    def force(self) -> None:
+        """Cancel whatever still runs and exit now."""
+        log.warning("forced exit", pending=self.pending_count)
+        self._stop.set()
+        self._force.set()
+        self._kick.set()
+
+    def reopen(self) -> None:
+        """SIGHUP: reopen the log file and capture files (after logrotate moved them)."""
+        swssd_logging.reopen()
+        if self.capture is not None:
+            self.capture.reopen()
+        log.info("reopened log and capture files")
+
+    @property
+    def pending_count(self) -> int:
+        return sum(w.pending_count for w in self.workers)
+
+    @property
+    def redis_up(self) -> bool:
+        """Whether the last pop worked and every pub/sub connection is up."""
+        return self._pop_error is None and self.select.connected
+
+    # -- running ------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Start, consume until stopped, shut down. Raises ConfigError / PluginError at start-up."""
+        if self.handle_signals:
+            self._install_signals()
+        health: asyncio.Task[None] | None = None
+        try:
+            if not await self._until_stopped(self._start()):
+                return 1 if self._force.is_set() else 0
+            health = asyncio.ensure_future(self._watch_health())
+            await self._consume()
+        finally:
+            if health is not None:
+                health.cancel()
+            forced = await self._shutdown()
+        return 1 if forced or self._crashed else 0
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_stop_signal(signame: str) -> None:
+            if self._stop.is_set():
+                self.force()
+            else:
+                log.info("signal received", signal=signame)
+                self.stop()
+
+        loop.add_signal_handler(signal.SIGTERM, on_stop_signal, "SIGTERM")
+        loop.add_signal_handler(signal.SIGINT, on_stop_signal, "SIGINT")
+        loop.add_signal_handler(signal.SIGHUP, self.reopen)
+
+    async def _until_stopped(self, coro: Coroutine[Any, Any, None]) -> bool:
+        """Run `coro` unless a stop comes first (then cancel it); True when it completed."""
+        task = asyncio.ensure_future(coro)
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait((task, stop), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            task.result()
+            return True
+        task.cancel()
+        await asyncio.wait((task,))
+        return False
+
+    # -- start-up -----------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        config = self.config
+        self._load_db_config()
+        for i, oc in enumerate(config.orchs):
+            orch = plugins.create(oc.plugin)
+            self.runtimes.append(OrchRuntime(orch, config.retry_for(oc)))
+            for j, db in enumerate(oc.databases):
+                self._check_db(db, f"orchs.{i}.databases.{j}")
+            for db in orch.databases:
+                self._check_db(db, f"orchs.{i}.plugin", f"plugin {oc.display_name!r} asks for")
+        names = _db_names(config, self.runtimes)
+        if config.capture.enabled:
+            await self._start_capture()
+        for name in names:
+            self.connectors[name] = await self._connect(name)
+        for oc, rt in zip(config.orchs, self.runtimes):
+            rt.orch.attach(oc.display_name, oc.options, self.connectors)
+        for oc, rt in zip(config.orchs, self.runtimes):
+            try:
+                await rt.orch.start()
+            except Exception as exc:
+                raise PluginError(f"plugin {oc.display_name!r}: start() failed: {type(exc).__name__}: {exc}") from exc
+            self._started.append(rt)
+        for oc, rt in zip(config.orchs, self.runtimes):
+            for t in oc.tables:
+                await self._add_table(rt, t.db, t.table, t.kind, t.pop_batch_size, t.priority,
+                                      t.reconcile, t.pending_limit or config.daemon.pending_limit)
+        await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers))
+        self.ready.set()
+        log.info(
+            "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),
+            reconciled=self.pending_count,
+        )
+
+    def _load_db_config(self) -> None:
+        path = self.config.database_config_path()
+        if path is not None:
+            self._db_config = SonicDBConfig.load(path)
+        elif self.config.redis.url is None:
+            raise ConfigError(self.config.path, "redis", "no Redis configured: set database_config or url")
+        for i, oc in enumerate(self.config.orchs):
+            for j, t in enumerate(oc.tables):
+                self._check_db(t.db, f"orchs.{i}.tables.{j}.db")
+
+    def _check_db(self, name: str, field: str, who: str = "") -> None:
+        if self._db_config is not None:
+            try:
+                self._db_config.database(name)
+            except UnknownDatabaseError as exc:
+                raise ConfigError(self.config.path, field, f"{who} {exc}".strip()) from None
+        elif name not in SONIC_DATABASES:
+            known = ", ".join(SONIC_DATABASES)
+            raise ConfigError(
+                self.config.path, field,
+                f"{who} unknown database {name!r}; with a Redis url the known databases are: {known}".strip(),
+            )
+
+    async def _start_capture(self) -> None:
+        from ..capture import CaptureWriter  # only needed when enabled
+
+        cfg = self.config.capture
+        self.capture = CaptureWriter(cfg.directory, host=cfg.host, max_bytes=cfg.max_bytes, rec=cfg.rec)
+        try:
+            await self.capture.start()
+        except OSError as exc:
+            self.capture = None
+            raise ConfigError(self.config.path, "capture.directory", f"cannot write captures there: {exc}") from None
+        log.info("capturing", directory=str(cfg.directory), rec=cfg.rec)
+
+    async def _connect(self, name: str) -> DBConnector:
+        """Connect to one database, waiting (and saying so) while Redis is unreachable."""
+        delay = _BACKOFF_MIN
+        last_log = 0.0
+        while True:
+            try:
+                if self._db_config is not None:
+                    r = self.config.redis
+                    return await _Connector.connect(
+                        name, self._db_config, username=r.username, password=r.password, ssl=r.tls
+                    )
+                db_id, separator = SONIC_DATABASES[name]
+                return await _Connector.from_url(self._url(), db_id=db_id, separator=separator, name=name)
+            except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
+                now = time.monotonic()
+                if now - last_log >= self.config.daemon.health_interval:
+                    log.warning("waiting for Redis", db=name, error=str(exc))
+                    last_log = now
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    def _url(self) -> str:
+        r = self.config.redis
+        assert r.url is not None
+        parts = urlsplit(r.url)
+        scheme = "rediss" if r.tls and parts.scheme == "redis" else parts.scheme
+        netloc = parts.netloc
+        if (r.username or r.password) and "@" not in netloc:
+            user = quote(r.username or "", safe="")
+            password = quote(r.password or "", safe="")
+            netloc = f"{user}:{password}@{netloc}"
+        return urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment))
+
+    async def _add_table(
+        self, rt: OrchRuntime, db_name: str, table: str, kind: str, pop_batch_size: int,
+        priority: int, reconcile: bool, pending_limit: int,
+    ) -> None:
+        db = self.connectors[db_name]
+        consumer = make_consumer(db, table, kind, pop_batch_size, priority)
+        worker = TableWorker(rt, consumer, db_name, pending_limit, self._dead_letter, self._kick.set)
+        if reconcile:
+            existing = await Table(db, table).dump()
+            worker.pending.add_many(
+                KeyOpFieldsValues(key, SET_COMMAND, list(existing[key].items())) for key in sorted(existing)
+            )
+            log.info("reconciled", db=db_name, table=table, entries=len(existing))
+        self.workers.append(worker)
+        self._by_table[consumer] = worker
+        worker.start().add_done_callback(self._worker_done)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        self._crashed = True
+        log.critical("worker crashed; stopping", exc_info=task.exception())
+        self.stop()
+
+    # -- the consume loop ---------------------------------------------------------------
+
+    async def _consume(self) -> None:
+        select = self.select
+        capture = self.capture
+        delay = _BACKOFF_MIN
+        while not self._stop.is_set():
+            self._kick.clear()
+            table = await select.select(timeout=0) or await self._wait_ready()
+            if table is None:
+                continue
+            worker = self._by_table[table]
+            try:
+                tasks = await table.pops()
+            except (RedisError, OSError) as exc:
+                self._pop_failed(worker, exc)
+                await self._sleep(delay)
+                delay = min(delay * 2, _BACKOFF_MAX)
+                continue
+            if self._pop_error is not None:
+                self._redis_back()
+            delay = _BACKOFF_MIN
+            if tasks:
+                if capture is not None:
+                    capture.record(worker.db_name, worker.table, table.separator, tasks)
+                worker.accept(tasks)
+                worker.runtime.new_data()
+
+    async def _wait_ready(self) -> ConsumerTableBase | None:
+        """Wait for a ready table, or for a kick (stop, or a paused table resumed)."""
+        sel = asyncio.ensure_future(self.select.select())
+        kick = asyncio.ensure_future(self._kick.wait())
+        await asyncio.wait((sel, kick), return_when=asyncio.FIRST_COMPLETED)
+        kick.cancel()
+        if not sel.done():
+            sel.cancel()
+        await asyncio.wait((sel,))
+        return None if sel.cancelled() else sel.result()
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    def _pop_failed(self, worker: TableWorker, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if self._pop_error is None:
+            self._down_since = time.monotonic()
+            log.warning("pop failed; retrying", db=worker.db_name, table=worker.table, error=error)
+        self._pop_error = error
+
+    def _redis_back(self) -> None:
+        down = time.monotonic() - (self._down_since or time.monotonic())
+        log.info("Redis reachable again", down_for=round(down, 3))
+        self._pop_error = None
+        self._down_since = None
+
+    async def _watch_health(self) -> None:
+        """Say so, every health_interval, while Redis cannot be reached."""
+        pubsub_down_since: float | None = None
+        while True:
+            await asyncio.sleep(self.config.daemon.health_interval)
+            now = time.monotonic()
+            if self.select.connected:
+                if pubsub_down_since is not None:
+                    log.info("Redis pub/sub connected again", down_for=round(now - pubsub_down_since, 3))
+                pubsub_down_since = None
+            elif pubsub_down_since is None:
+                pubsub_down_since = now
+            if not self.redis_up:
+                since = self._down_since or pubsub_down_since or now
+                log.warning(
+                    "Redis unreachable; still retrying", down_for=round(now - since, 1),
+                    error=self._pop_error or "pub/sub connection down", pending=self.pending_count,
+                )
+
+    def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str) -> None:
+        if self.capture is not None:
+            self.capture.record(
+                worker.db_name, worker.table, worker.consumer.separator, [task], dead_letter=True, reason=reason
+            )
+        for hook in self.dead_letter_hooks:
+            try:
+                hook(worker, task, reason)
+            except Exception:  # noqa: BLE001 - a hook must not stop the worker
+                log.exception("dead-letter hook failed", table=worker.table, key=task.key)
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    async def _shutdown(self) -> bool:
+        """Finish popped tasks (bounded), stop the plugins, flush captures, close connections.
+        Returns whether the exit was forced."""
+        self._stop.set()
+        deadline = asyncio.get_running_loop().time() + self.config.daemon.shutdown_timeout
+        tasks = [t for t in (w.finish() for w in self.workers) if t is not None]
+        if tasks:
+            finished = asyncio.ensure_future(asyncio.wait(tasks, timeout=self.config.daemon.shutdown_timeout))
+            forced = asyncio.ensure_future(self._force.wait())
+            await asyncio.wait((finished, forced), return_when=asyncio.FIRST_COMPLETED)
+            forced.cancel()
+            if not self._force.is_set() and not all(t.done() for t in tasks):
+                log.warning("shutdown timeout: cancelling handlers", timeout=self.config.daemon.shutdown_timeout)
+            for w in self.workers:
+                w.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            finished.cancel()
+        for rt in reversed(self._started):
+            budget = max(0.1, min(_STOP_HOOK_TIMEOUT, deadline - asyncio.get_running_loop().time()))
+            try:
+                await asyncio.wait_for(rt.orch.stop(), budget)
+            except Exception:  # noqa: BLE001 - keep shutting down the others
+                log.exception("plugin stop() failed", orch=rt.orch.name)
+        left = self.pending_count
+        if left:
+            log.warning("stopped with tasks not handled; state tables keep them in Redis for reconcile", tasks=left)
+        if self.capture is not None:
+            await self.capture.close()
+        await self.select.close()
+        for db in self.connectors.values():
+            await db.close()
+        if self.ready.is_set():
+            log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
+        return self._force.is_set()
+
+
+def _db_names(config: Config, runtimes: list[OrchRuntime]) -> list[str]:
+    """Every database a table or plugin needs, in config order."""
+    names: dict[str, None] = {}
+    for oc, rt in zip(config.orchs, runtimes):
+        for t in oc.tables:
+            names[t.db] = None
+        for name in (*oc.databases, *rt.orch.databases):
+            names[name] = None
+    return list(names)

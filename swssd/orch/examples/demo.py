@@ -1,0 +1,121 @@
+"""`swssd demo`: the example plugins in a daemon, fed by a small producer, with a live count.
+
+Ports and routes are written to APPL_DB with ProducerStateTable, as SONiC's portsyncd and fpmsyncd
+do. Some routes name ports that come up only later, so they wait (Retry) and get installed when
+their port appears: the log shows each change flowing through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import structlog
+
+from ...connector import DBConnector
+from ...producer_state_table import ProducerStateTable
+from ..config import Config, config_from_dict
+from ..daemon import Daemon
+
+log = structlog.get_logger("swssd.demo")
+
+PORTS = [f"Ethernet{4 * i}" for i in range(8)]
+
+
+def example_config(database_config: Path | None, retry_interval: float = 0.5) -> Config:
+    """The example plugins on APPL_DB PORT_TABLE and ROUTE_TABLE."""
+    redis = {"database_config": str(database_config)} if database_config else {}
+    return config_from_dict({
+        "redis": redis,
+        "orchs": [
+            {"plugin": "swssd.orch.examples.port_mirror:PortMirrorOrch", "name": "ports",
+             "tables": [{"db": "APPL_DB", "table": "PORT_TABLE", "priority": 10}]},
+            {"plugin": "swssd.orch.examples.route:RouteOrch", "name": "routes",
+             "retry": {"retry_interval": retry_interval},
+             "tables": [{"db": "APPL_DB", "table": "ROUTE_TABLE"}]},
+        ],
+    })
+
+
+class _Producer:
+    """Writes a few changes a second: ports first, routes (some ahead of their ports), then churn."""
+
+    def __init__(self, db: DBConnector) -> None:
+        self.ports = ProducerStateTable(db, "PORT_TABLE")
+        self.routes = ProducerStateTable(db, "ROUTE_TABLE")
+        self.produced = 0
+        self.rng = random.Random(7)
+
+    async def port(self, name: str, **fields: str) -> None:
+        await self.ports.set(name, fields)
+        self.produced += 1
+
+    async def route(self, prefix: str, port: str) -> None:
+        index = PORTS.index(port)
+        await self.routes.set(prefix, {"nexthop": f"10.0.{index}.1", "ifname": port})
+        self.produced += 1
+
+    async def run(self) -> None:
+        for port in PORTS[:4]:
+            await self.port(port, admin_status="up", mtu="9100", speed="100000")
+        for i, port in enumerate(PORTS[:6]):  # Ethernet16 and Ethernet20 are not up yet
+            await self.route(f"192.168.{i}.0/24", port)
+        tick = 0
+        while True:
+            await asyncio.sleep(0.25)
+            tick += 1
+            if tick in (6, 12):  # the missing ports come up; their routes get installed
+                await self.port(PORTS[4 if tick == 6 else 5], admin_status="up", mtu="9100", speed="100000")
+            elif tick % 3 == 0:
+                port = self.rng.choice(PORTS[:4])
+                await self.port(port, admin_status=self.rng.choice(["up", "down"]))
+            elif tick % 7 == 0:
+                await self.routes.delete(f"192.168.{self.rng.randrange(6)}.0/24")
+                self.produced += 1
+            else:
+                i = self.rng.randrange(6)
+                await self.route(f"192.168.{i}.0/24", self.rng.choice(PORTS[:6]))
+
+
+async def run_demo(database_config: Path, seconds: float) -> int:
+    """Run the daemon with the example plugins and the producer for `seconds` (or until Ctrl-C)."""
+    daemon = Daemon(example_config(database_config))
+    running = asyncio.ensure_future(daemon.run())
+    ready = asyncio.ensure_future(daemon.ready.wait())
+    await asyncio.wait((running, ready), return_when=asyncio.FIRST_COMPLETED)
+    if running.done():
+        ready.cancel()
+        return running.result()
+    db = await DBConnector.connect("APPL_DB", database_config)
+    producer = _Producer(db)
+    tasks = [asyncio.ensure_future(producer.run()), asyncio.ensure_future(_report(daemon, producer))]
+    try:
+        await asyncio.wait_for(asyncio.shield(running), seconds)
+    except TimeoutError:
+        daemon.stop()
+    finally:
+        for t in tasks:
+            t.cancel()
+        code = await running
+        await db.close()
+    _summary(daemon, producer)
+    return code
+
+
+async def _report(daemon: Daemon, producer: _Producer) -> None:
+    while True:
+        await asyncio.sleep(1.0)
+        _summary(daemon, producer, final=False)
+
+
+def _summary(daemon: Daemon, producer: _Producer, final: bool = True) -> None:
+    stats = [w.stats for w in daemon.workers]
+    log.info(
+        "demo totals" if final else "demo",
+        produced=producer.produced,
+        handled=sum(s.handled for s in stats),
+        waiting=daemon.pending_count,
+        retries=sum(s.retried for s in stats),
+        dead_lettered=sum(s.dead_lettered for s in stats),
+    )

@@ -1,0 +1,134 @@
+"""The pending tasks of one consumed table, merged by orchagent's `Consumer::addToSync` rules.
+
+Per key at most a DEL followed by a SET is pending:
+- a SET for a key with nothing pending is added;
+- a SET for a key with a pending SET is merged into it: each new field erases the old value of that
+  field and is appended (orchagent moves a rewritten field to the end), new fields are appended;
+- a SET for a key with only a DEL pending is added after the DEL;
+- a DEL replaces whatever is pending for the key.
+
+Each pending task carries its retry state (attempts, when it may run again), which a merge keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+
+
+class Entry:
+    """A pending task and its retry state."""
+
+    __slots__ = ("task", "attempts", "not_before", "retry_epoch", "reason")
+
+    def __init__(self, task: KeyOpFieldsValues) -> None:
+        self.task = task
+        #: failures (exceptions, time-outs) so far; Retry does not count
+        self.attempts = 0
+        #: loop time before which the task is not run again (backoff or retry interval)
+        self.not_before = 0.0
+        #: for a task that raised Retry: the Orch's data epoch then; new data makes it eligible
+        self.retry_epoch: int | None = None
+        #: why the task is waiting, for logs
+        self.reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Entry({self.task!r}, attempts={self.attempts})"
+
+
+def merge_fields(old: FieldValues, new: FieldValues) -> FieldValues:
+    """orchagent's SET+SET merge: each new pair removes that field from `old` and is appended."""
+    fields = {f for f, _ in new}
+    if len(fields) == len(new):
+        return [fv for fv in old if fv[0] not in fields] + list(new)
+    out = list(old)
+    for field, value in new:  # a field repeated within `new`: apply one pair at a time
+        out = [fv for fv in out if fv[0] != field]
+        out.append((field, value))
+    return out
+
+
+class PendingMap:
+    """Pending tasks in arrival order of their keys; `len()` counts tasks (at most two per key)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, list[Entry]] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def keys(self) -> list[str]:
+        """A snapshot of the keys with pending tasks, oldest first."""
+        return list(self._keys)
+
+    def head(self, key: str) -> Entry | None:
+        """The task of `key` that runs next (a DEL before a SET)."""
+        entries = self._keys.get(key)
+        return entries[0] if entries else None
+
+    def entries(self) -> Iterator[Entry]:
+        for entries in self._keys.values():
+            yield from entries
+
+    def tasks(self) -> list[KeyOpFieldsValues]:
+        """Every pending task in order, as the handler would get them."""
+        return [e.task for e in self.entries()]
+
+    # -- adding -------------------------------------------------------------------------
+
+    def add(self, task: KeyOpFieldsValues) -> None:
+        """Merge one newly popped task."""
+        self._add_entry(Entry(task))
+
+    def add_many(self, tasks: Iterable[KeyOpFieldsValues]) -> None:
+        for task in tasks:
+            self._add_entry(Entry(task))
+
+    def _add_entry(self, entry: Entry) -> None:
+        key = entry.task.key
+        entries = self._keys.get(key)
+        if entries is None:
+            self._keys[key] = [entry]
+            self._count += 1
+        elif entry.task.op == DEL_COMMAND:
+            self._count += 1 - len(entries)
+            entries[:] = [entry]
+        else:
+            last = entries[-1]
+            if last.task.op == SET_COMMAND:
+                last.task = KeyOpFieldsValues(key, SET_COMMAND, merge_fields(last.task.fvs, entry.task.fvs))
+            else:
+                entries.append(entry)
+                self._count += 1
+
+    # -- running ------------------------------------------------------------------------
+
+    def take(self, key: str) -> Entry:
+        """Remove the head task of `key` to run it; data arriving meanwhile starts a new list."""
+        entries = self._keys[key]
+        entry = entries.pop(0)
+        if not entries:
+            del self._keys[key]
+        self._count -= 1
+        return entry
+
+    def put_back(self, entry: Entry) -> None:
+        """Return a task that must run again in front of whatever arrived for its key meanwhile,
+        merging those later tasks into it as if they had arrived after it (as in orchagent, where
+        a failed task simply stays in m_toSync). The key moves to the end of the order.
+        """
+        key = entry.task.key
+        later = self._keys.pop(key, [])
+        self._count -= len(later)
+        self._keys[key] = [entry]
+        self._count += 1
+        for e in later:
+            self._add_entry(e)

@@ -1,0 +1,339 @@
+"""One consumed table inside the daemon: its pending tasks and the task that hands them to the Orch.
+
+The daemon's consume loop pops and calls `accept()`; the worker runs handlers in its own task, so a
+slow handler holds up only its own table. One worker per table runs one task at a time, which keeps
+the order per key; a DEL pending before a SET of the same key runs first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+
+import structlog
+
+from ..connector import DBConnector
+from ..consumer_state_table import ConsumerStateTable
+from ..consumer_table import ConsumerTable
+from ..fields import KeyOpFieldsValues
+from .config import RetryConfig
+from .orch import Orch, Retry
+from .pending import Entry, PendingMap
+
+log = structlog.get_logger("swssd.daemon")
+
+#: Handled tasks between two yields to the event loop, so pops and other tables keep going.
+_YIELD_EVERY = 64
+
+
+class _Pausable:
+    """A consumer that Select passes over while paused (backpressure); the data waits in Redis."""
+
+    paused = False
+
+    @property
+    def ready(self) -> bool:
+        return not self.paused and super().ready  # type: ignore[misc]
+
+
+class StateConsumer(_Pausable, ConsumerStateTable):
+    pass
+
+
+class QueueConsumer(_Pausable, ConsumerTable):
+    pass
+
+
+Consumer = StateConsumer | QueueConsumer
+
+
+class TableStats:
+    """Counters of one table, read by logs, the demo and the metrics."""
+
+    __slots__ = ("popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds")
+
+    def __init__(self) -> None:
+        self.popped = 0
+        self.handled = 0
+        #: times a handler raised Retry (the task stayed pending)
+        self.retried = 0
+        #: handler errors and time-outs, each attempt counted
+        self.failed = 0
+        self.dead_lettered = 0
+        #: time spent in handlers, seconds
+        self.handler_seconds = 0.0
+
+
+class OrchRuntime:
+    """An Orch with its retry settings and its workers; new data for any of its tables makes
+    its Retry-waiting tasks eligible again (as orchagent's doTask runs all its consumers)."""
+
+    def __init__(self, orch: Orch, retry: RetryConfig) -> None:
+        self.orch = orch
+        self.retry = retry
+        self.workers: list[TableWorker] = []
+        #: bumped for every batch of new data for this Orch
+        self.epoch = 0
+
+    def new_data(self) -> None:
+        self.epoch += 1
+        for worker in self.workers:
+            if worker.retry_waiting:
+                worker.wake()
+
+
+DeadLetterHook = Callable[["TableWorker", KeyOpFieldsValues, str], None]
+
+
+class TableWorker:
+    """Pending map, handler task, retry/backoff/dead-letter policy and counters of one table."""
+
+    def __init__(
+        self,
+        runtime: OrchRuntime,
+        consumer: Consumer,
+        db_name: str,
+        pending_limit: int,
+        on_dead_letter: DeadLetterHook,
+        on_resume: Callable[[], None],
+    ) -> None:
+        self.runtime = runtime
+        self.orch = runtime.orch
+        self.consumer = consumer
+        self.table = consumer.name
+        self.db_name = db_name
+        self.pending = PendingMap()
+        self.pending_limit = pending_limit
+        self.resume_below = max(1, pending_limit // 2)
+        self.stats = TableStats()
+        #: Retry-waiting tasks seen by the last pass (may overcount; only wakes the worker)
+        self.retry_waiting = 0
+        self.in_flight = 0
+        self._on_dead_letter = on_dead_letter
+        self._on_resume = on_resume
+        self._wakeup = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._log = log.bind(orch=self.orch.name, db=db_name, table=self.table)
+        runtime.workers.append(self)
+
+    @property
+    def pending_count(self) -> int:
+        """Tasks in memory: pending plus the ones being handled."""
+        return len(self.pending) + self.in_flight
+
+    # -- feeding ------------------------------------------------------------------------
+
+    def accept(self, tasks: list[KeyOpFieldsValues]) -> None:
+        """Merge popped tasks into the pending map; pause the table when the map is full."""
+        self.stats.popped += len(tasks)
+        self.pending.add_many(tasks)
+        self._wakeup.set()
+        if len(self.pending) >= self.pending_limit and not self.consumer.paused:
+            self.consumer.paused = True
+            self._log.warning(
+                "table paused: pending tasks at limit; its data waits in Redis",
+                pending=len(self.pending), limit=self.pending_limit,
+            )
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        self._task = asyncio.ensure_future(self._run())
+        return self._task
+
+    def finish(self) -> asyncio.Task[None] | None:
+        """Ask the worker to run every pending task once more (no waiting for backoff) and stop."""
+        self._closing = True
+        self._wakeup.set()
+        return self._task
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wakeup.clear()
+            if self._closing:
+                await self._pass(final=True)
+                return
+            next_at = await self._pass()
+            if self._wakeup.is_set() or self._closing:
+                continue
+            delay = None if next_at is None else next_at - loop.time()
+            if delay is not None and delay <= 0:
+                continue
+            try:
+                async with asyncio.timeout(delay):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                pass
+
+    # -- one pass over the pending map --------------------------------------------------
+
+    def _eligible(self, entry: Entry, now: float) -> bool:
+        if entry.not_before <= now:
+            return True
+        return entry.retry_epoch is not None and entry.retry_epoch != self.runtime.epoch
+
+    async def _pass(self, final: bool = False) -> float | None:
+        """Run each key's next task if it may run now. Returns when to look again: a loop time,
+        0.0 for at once (a key has another task ready), None when nothing is pending."""
+        loop_time = asyncio.get_running_loop().time
+        batch = self.orch.handles_batches
+        heads: list[Entry] = []
+        next_at: float | None = None
+        waiting = 0
+        again = False
+        done = 0
+        for key in self.pending.keys():
+            entry = self.pending.head(key)
+            if entry is None:
+                continue
+            if not final and not self._eligible(entry, loop_time()):
+                if next_at is None or entry.not_before < next_at:
+                    next_at = entry.not_before
+                waiting += entry.retry_epoch is not None
+                continue
+            self.pending.take(key)
+            if batch:
+                heads.append(entry)
+                if len(heads) >= self.orch.batch_size:
+                    again |= await self._run_batch(heads)
+                    heads = []
+                continue
+            self.in_flight = 1
+            try:
+                ok = await self._run_one(entry)
+            finally:
+                self.in_flight = 0
+            again |= ok and key in self.pending
+            done += 1
+            if done % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        if heads:
+            again |= await self._run_batch(heads)
+        self.retry_waiting = waiting
+        if self.consumer.paused and len(self.pending) < self.resume_below:
+            self.consumer.paused = False
+            self._log.info("table resumed", pending=len(self.pending))
+            self._on_resume()
+        if again:
+            return 0.0
+        return next_at if self.pending else None
+
+    async def _run_one(self, entry: Entry) -> bool:
+        """Handle one task; True when it is done."""
+        loop = asyncio.get_running_loop()
+        epoch = self.runtime.epoch
+        started = loop.time()
+        timeout = asyncio.timeout(self.runtime.retry.handler_timeout)
+        try:
+            async with timeout:
+                await self.orch.handle(self.table, entry.task)
+        except Retry as exc:
+            self._retry(entry, exc, epoch)
+            return False
+        except asyncio.CancelledError:
+            self.pending.put_back(entry)  # forced shutdown: count it as left pending
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure must not end the daemon
+            self._fail(entry, exc, timed_out=timeout.expired())
+            return False
+        finally:
+            self.stats.handler_seconds += loop.time() - started
+        self.stats.handled += 1
+        return True
+
+    async def _run_batch(self, entries: list[Entry]) -> bool:
+        """Handle many tasks in one handle_batch() call; True when a key has another task ready."""
+        loop = asyncio.get_running_loop()
+        epoch = self.runtime.epoch
+        started = loop.time()
+        timeout = asyncio.timeout(self.runtime.retry.handler_timeout)
+        self.in_flight = len(entries)
+        outcomes: list[BaseException | None]
+        try:
+            async with timeout:
+                result = await self.orch.handle_batch(self.table, [e.task for e in entries])
+            outcomes = [None] * len(entries) if result is None else list(result)
+            if len(outcomes) != len(entries):
+                raise ValueError(f"handle_batch returned {len(outcomes)} outcomes for {len(entries)} tasks")
+        except Exception as exc:  # noqa: BLE001 - applies to the whole batch
+            if isinstance(exc, TimeoutError) and timeout.expired():
+                exc = _TimedOut(self.runtime.retry.handler_timeout)
+            outcomes = [exc] * len(entries)
+        finally:
+            self.in_flight = 0
+            self.stats.handler_seconds += loop.time() - started
+        again = False
+        for entry, outcome in zip(entries, outcomes):
+            if outcome is None:
+                self.stats.handled += 1
+                again |= entry.task.key in self.pending
+            elif isinstance(outcome, Retry):
+                self._retry(entry, outcome, epoch)
+            else:
+                self._fail(entry, outcome, timed_out=isinstance(outcome, _TimedOut))
+        return again
+
+    # -- outcomes -----------------------------------------------------------------------
+
+    def _retry(self, entry: Entry, exc: Retry, epoch: int) -> None:
+        self.stats.retried += 1
+        entry.retry_epoch = epoch
+        entry.not_before = asyncio.get_running_loop().time() + self.runtime.retry.retry_interval
+        if entry.reason != exc.reason:
+            self._log.info("task waits", key=entry.task.key, op=entry.task.op, reason=exc.reason)
+        entry.reason = exc.reason
+        self.retry_waiting += 1
+        self.pending.put_back(entry)
+
+    def _fail(self, entry: Entry, exc: BaseException, timed_out: bool) -> None:
+        retry = self.runtime.retry
+        self.stats.failed += 1
+        entry.attempts += 1
+        task = entry.task
+        if timed_out:
+            reason = f"handler timed out after {retry.handler_timeout:g}s"
+            exc_info: BaseException | bool = False
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+            exc_info = exc
+        if entry.attempts >= retry.max_attempts:
+            self.stats.dead_lettered += 1
+            self._log.error(
+                "task dead-lettered", key=task.key, op=task.op, attempts=entry.attempts,
+                reason=reason, exc_info=exc_info,
+            )
+            self._on_dead_letter(self, task, reason)
+            return
+        delay = min(retry.backoff_max, retry.backoff_initial * 2 ** (entry.attempts - 1))
+        delay *= random.uniform(0.5, 1.0)
+        entry.not_before = asyncio.get_running_loop().time() + delay
+        entry.retry_epoch = None
+        entry.reason = reason
+        self._log.warning(
+            "handler failed; will retry", key=task.key, op=task.op, attempt=entry.attempts,
+            max_attempts=retry.max_attempts, retry_in=round(delay, 3), reason=reason, exc_info=exc_info,
+        )
+        self.pending.put_back(entry)
+
+
+class _TimedOut(Exception):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"handler timed out after {seconds:g}s")
+
+
+def make_consumer(db: DBConnector, table: str, kind: str, pop_batch_size: int, priority: int) -> Consumer:
+    """The consumer of one configured table; state tables report delete-then-set exactly, so a
+    capture replays exactly and the pending map sees what really happened."""
+    if kind == "state":
+        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True)
+    return QueueConsumer(db, table, pop_batch_size, priority)
