@@ -114,6 +114,8 @@ class TableWorker:
         self._on_resume = on_resume
         self._wakeup = asyncio.Event()
         self._closing = False
+        #: the soonest loop time a task of this pass may run again
+        self._next_at: float | None = None
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(orch=self.orch.name, db=db_name, table=self.table)
         runtime.workers.append(self)
@@ -161,7 +163,8 @@ class TableWorker:
         while True:
             self._wakeup.clear()
             if self._closing:
-                await self._pass(final=True)
+                while await self._pass(final=True) == 0.0:
+                    pass  # a batch left SETs behind the DELs it handled
                 return
             next_at = await self._pass()
             if self._wakeup.is_set() or self._closing:
@@ -188,35 +191,38 @@ class TableWorker:
         loop_time = asyncio.get_running_loop().time
         batch = self.orch.handles_batches
         heads: list[Entry] = []
-        next_at: float | None = None
+        self._next_at = None
         waiting = 0
         again = False
         done = 0
         for key in self.pending.keys():
-            entry = self.pending.head(key)
-            if entry is None:
-                continue
-            if not final and not self._eligible(entry, loop_time()):
-                if next_at is None or entry.not_before < next_at:
-                    next_at = entry.not_before
-                waiting += entry.retry_epoch is not None
-                continue
-            self.pending.take(key)
-            if batch:
-                heads.append(entry)
-                if len(heads) >= self.orch.batch_size:
-                    again |= await self._run_batch(heads)
-                    heads = []
-                continue
-            self.in_flight = 1
-            try:
-                ok = await self._run_one(entry)
-            finally:
-                self.in_flight = 0
-            again |= ok and key in self.pending
-            done += 1
-            if done % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            for _ in range(2):  # a DEL, then the SET pending behind it
+                entry = self.pending.head(key)
+                if entry is None:
+                    break
+                if not final and not self._eligible(entry, loop_time()):
+                    self._runs_again_at(entry)
+                    waiting += entry.retry_epoch is not None
+                    break
+                self.pending.take(key)
+                if batch:
+                    heads.append(entry)
+                    if len(heads) >= self.orch.batch_size:
+                        again |= await self._run_batch(heads)
+                        heads = []
+                    break
+                self.in_flight = 1
+                try:
+                    ok = await self._run_one(entry)
+                finally:
+                    self.in_flight = 0
+                done += 1
+                if done % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+                if not ok:
+                    break
+            else:
+                again |= key in self.pending
         if heads:
             again |= await self._run_batch(heads)
         self.retry_waiting = waiting
@@ -226,7 +232,11 @@ class TableWorker:
             self._on_resume()
         if again:
             return 0.0
-        return next_at if self.pending else None
+        return self._next_at if self.pending else None
+
+    def _runs_again_at(self, entry: Entry) -> None:
+        if self._next_at is None or entry.not_before < self._next_at:
+            self._next_at = entry.not_before
 
     async def _run_one(self, entry: Entry) -> bool:
         """Handle one task; True when it is done."""
@@ -293,6 +303,7 @@ class TableWorker:
             self._log.info("task waits", key=entry.task.key, op=entry.task.op, reason=exc.reason)
         entry.reason = exc.reason
         self.retry_waiting += 1
+        self._runs_again_at(entry)
         self.pending.put_back(entry)
 
     def _fail(self, entry: Entry, exc: BaseException, timed_out: bool) -> None:
@@ -323,6 +334,7 @@ class TableWorker:
             "handler failed; will retry", key=task.key, op=task.op, attempt=entry.attempts,
             max_attempts=retry.max_attempts, retry_in=round(delay, 3), reason=reason, exc_info=exc_info,
         )
+        self._runs_again_at(entry)
         self.pending.put_back(entry)
 
 

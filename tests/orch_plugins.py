@@ -1,0 +1,73 @@
+"""Orch plugins for the daemon tests, imported by the daemon subprocess (PYTHONPATH=tests).
+
+Handled tasks are appended to the file named by the `record` option, one JSON line each:
+[table, key, op, [[field, value], ...]]. A line is flushed as soon as it is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import IO
+
+from swssd import KeyOpFieldsValues, Orch, Retry, Table
+
+
+class RecordingOrch(Orch):
+    """Records every task; `delay` seconds per task make it slow."""
+
+    async def start(self) -> None:
+        self._out: IO[str] = open(self.options["record"], "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self._delay = float(self.options.get("delay", 0))
+
+    def record(self, table: str, task: KeyOpFieldsValues) -> None:
+        self._out.write(json.dumps([table, task.key, task.op, task.fvs]) + "\n")
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        self.record(table, task)
+
+    async def stop(self) -> None:
+        self._out.close()
+
+
+class BatchRecordingOrch(RecordingOrch):
+    """Records through handle_batch()."""
+
+    async def handle_batch(self, table: str, tasks: list[KeyOpFieldsValues]) -> None:
+        for task in tasks:
+            self.record(table, task)
+
+
+class TroubleOrch(RecordingOrch):
+    """Misbehaves by key prefix: `fail*` always raises, `flaky*` raises twice then works, `hang*`
+    never returns, `wait*` raises Retry until STATE_DB `GATE|<key>` exists. Other keys work."""
+
+    databases = ("STATE_DB",)
+
+    async def start(self) -> None:
+        await super().start()
+        self._gates = Table(self.connector("STATE_DB"), "GATE")
+        self._calls: dict[str, int] = {}
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        key = task.key
+        calls = self._calls[key] = self._calls.get(key, 0) + 1
+        if key.startswith("fail"):
+            raise RuntimeError(f"boom {key}")
+        if key.startswith("flaky") and calls <= 2:
+            raise ValueError(f"flaky {key} call {calls}")
+        if key.startswith("hang"):
+            await asyncio.Event().wait()
+        if key.startswith("wait") and await self._gates.get(key) is None:
+            raise Retry(f"gate {key} closed")
+        self.record(table, task)
+
+
+class FailingStartOrch(Orch):
+    async def start(self) -> None:
+        raise RuntimeError("cannot reach the ASIC")
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        raise AssertionError("never started")
