@@ -1,0 +1,124 @@
+"""`swssd replay ...` / `python -m swssd.replay ...`: the command line of the Spark replay job.
+
+This module imports nothing from PySpark until a command runs, so that without the optional
+extra the command explains how to install it instead of failing with a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
+
+INSTALL_HINT = (
+    "swssd replay needs PySpark (and a Java 17 runtime), which the daemon does not: "
+    "install them with  pip install 'swssd[replay]'"
+)
+
+
+def _conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key, value
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="capture files, directories or globs (JSON Lines captures and swss.rec, "
+                        "rotated and .gz included); any path Spark reads")
+    g = p.add_argument_group("inputs")
+    g.add_argument("--host", help="host name for every input (default: see --host-pattern)")
+    g.add_argument("--host-pattern", default=DEFAULT_HOST_PATTERN, metavar="REGEX",
+                   help=HOST_RULE)
+    g.add_argument("--timezone", default="UTC",
+                   help="zone of swss.rec timestamps and of times given without one (default UTC)")
+    g.add_argument("--rec-db", metavar="DB",
+                   help="database of swss.rec lines (default: CONFIG_DB for TABLE|key, APPL_DB for TABLE:key)")
+    f = p.add_argument_group("filters")
+    f.add_argument("--only-host", action="append", metavar="HOST", help="keep these hosts (glob; repeatable)")
+    f.add_argument("--table", action="append", metavar="TABLE", help="keep these tables (glob; repeatable)")
+    f.add_argument("--key", action="append", metavar="KEY", help="keep these keys (glob; repeatable)")
+    f.add_argument("--as-of", metavar="T",
+                   help="only events at or before T (ISO 8601, or swss.rec's 2026-11-25.23:41:16.123456)")
+    s = p.add_argument_group("spark")
+    s.add_argument("--master", help="Spark master (default: local[*], or spark-submit's)")
+    s.add_argument("--driver-memory", help="spark.driver.memory for a local run, e.g. 4g")
+    s.add_argument("--conf", action="append", type=_conf, default=[], metavar="KEY=VALUE",
+                   help="extra Spark configuration (repeatable)")
+    s.add_argument("--output", default="replay-output", metavar="DIR",
+                   help="where Parquet results and rejected lines go (default ./replay-output)")
+    return p
+
+
+def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Replay swssd captures and swss.rec files with PySpark: table state at an "
+                    "instant, history, statistics, diff against a live dump, restore.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+
+    st = sub.add_parser("state", parents=[common], help="table contents at an instant, as Parquet")
+    st.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
+    st.add_argument("--show", type=int, default=0, metavar="N", help="also print the first N entries")
+
+    hi = sub.add_parser("history", parents=[common], help="the ordered events of matching keys")
+    hi.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
+    hi.add_argument("--since", metavar="T", help="only events at or after T")
+    hi.add_argument("--limit", type=int, default=50, metavar="N", help="events printed (default 50)")
+
+    sa = sub.add_parser("stats", parents=[common], help="event counts, rates and flapping keys")
+    sa.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
+    sa.add_argument("--since", metavar="T", help="only events at or after T")
+    sa.add_argument("--top", type=int, default=10, metavar="N", help="flapping keys printed (default 10)")
+
+    di = sub.add_parser("diff", parents=[common],
+                        help="state at an instant against a `swssd dump` of live tables")
+    di.add_argument("--dump", required=True, metavar="FILE",
+                    help='JSON {"<table>": {"<key>": {"<field>": "<value>"}}} of one database')
+    di.add_argument("--db", default="APPL_DB", help="database of the dump (default APPL_DB)")
+    di.add_argument("--limit", type=int, default=50, metavar="N", help="differences printed (default 50)")
+
+    re = sub.add_parser("restore", parents=[common],
+                        help="write the state at an instant into Redis through temp views")
+    re.add_argument("--db", default="APPL_DB", help="database to restore (default APPL_DB)")
+    re.add_argument("--redis-url", metavar="URL",
+                    help="redis://host:port or unix:///path (default: database_config.json)")
+    re.add_argument("--db-id", type=int, help="database number with --redis-url")
+    re.add_argument("--separator", choices=[":", "|"],
+                    help="key separator with --redis-url (default by database name)")
+    re.add_argument("--db-config", metavar="PATH", help="database_config.json to find --db in")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one replay sub-command; returns the exit status (1: diff found differences, 2: error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    from pyspark.errors import AnalysisException
+
+    from .commands import COMMANDS, UsageError
+    from .session import get_session
+
+    spark = get_session(args.master, dict(args.conf), args.driver_memory)
+    try:
+        return COMMANDS[args.command](spark, args)
+    except (UsageError, ValueError) as exc:
+        print(f"swssd replay: {exc}", file=sys.stderr)
+        return 2
+    except AnalysisException as exc:
+        print(f"swssd replay: {_first_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,235 @@
+"""The sub-commands: each reads the inputs, runs DataFrame jobs, writes Parquet, prints a summary.
+
+Only small results reach the driver: summaries, the first rows for the terminal, and for
+`restore` the entries to write into Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import diff as diff_mod
+from . import stats as stats_mod
+from .fold import fold_state, matches, select_events
+from .inputs import InputOptions, Inputs, load
+from .report import input_summary, text_table
+from .restore import Target, restore
+from .timeparse import parse_instant
+
+
+class UsageError(Exception):
+    """A problem with the command line or the inputs, reported without a traceback."""
+
+
+def out_path(args: argparse.Namespace, name: str) -> str:
+    return f"{args.output.rstrip('/')}/{name}"
+
+
+def _instant(args: argparse.Namespace, name: str) -> int | None:
+    text = getattr(args, name, None)
+    return parse_instant(text, args.timezone) if text else None
+
+
+def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
+    return load(
+        spark,
+        InputOptions(
+            paths=args.inputs,
+            host=args.host,
+            host_pattern=args.host_pattern,
+            timezone=args.timezone,
+            rec_db=args.rec_db,
+        ),
+    )
+
+
+def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
+    return select_events(
+        inputs.events,
+        as_of_us=_instant(args, "as_of"),
+        since_us=_instant(args, "since"),
+        hosts=args.only_host,
+        dbs=dbs,
+        tables=args.table,
+        keys=args.key,
+    )
+
+
+def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
+    """Print what was read; write rejected lines (a second pass, only when there are any)."""
+    counts = inputs.counts()
+    path = None
+    if counts.get("rejects"):
+        path = out_path(args, "rejects")
+        inputs.rejects.write.mode("overwrite").json(path)
+    print(input_summary(counts, path))
+    return counts
+
+
+def _when(args: argparse.Namespace) -> str:
+    return f"as of {args.as_of}" if args.as_of else "at the end of the input"
+
+
+def _single_host(state: DataFrame) -> str | None:
+    hosts = sorted(r["host"] for r in state.select("host").distinct().collect())
+    if len(hosts) > 1:
+        raise UsageError(
+            f"the inputs hold several hosts ({', '.join(hosts)}): choose one with --only-host"
+        )
+    return hosts[0] if hosts else None
+
+
+# -- state --------------------------------------------------------------------------------
+
+
+def run_state(spark: SparkSession, args: argparse.Namespace) -> int:
+    inputs = _load(spark, args)
+    path = out_path(args, "state")
+    fold_state(_events(inputs, args, args.db)).write.mode("overwrite").parquet(path)
+    _report_inputs(inputs, args)
+    written = spark.read.parquet(path)
+    per_table = (
+        written.groupBy("host", "db", "table").agg(F.count(F.lit(1)).alias("entries"))
+        .orderBy("host", "db", "table").collect()
+    )
+    total = sum(r["entries"] for r in per_table)
+    print(f"state {_when(args)}: {total} entries in {len(per_table)} tables -> {path}")
+    if per_table:
+        print(text_table(["host", "db", "table", "entries"], per_table))
+    if args.show:
+        rows = written.orderBy("host", "db", "table", "key").limit(args.show).collect()
+        print(text_table(["host", "db", "table", "key", "fields"], rows, max_width=100))
+    return 0
+
+
+# -- history ------------------------------------------------------------------------------
+
+HISTORY_COLUMNS = ["ts", "host", "db", "table", "key", "op", "fvs", "seq", "dead_letter", "reason",
+                   "source"]
+
+
+def _fields_text(fvs: list) -> str:  # type: ignore[type-arg]
+    return " ".join(f"{fv['field']}={fv['value']}" for fv in fvs or ())
+
+
+def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
+    inputs = _load(spark, args)
+    events = _events(inputs, args, args.db).withColumnRenamed("dl_reason", "reason")
+    path = out_path(args, "history")
+    events.orderBy("ord").select(*HISTORY_COLUMNS).write.mode("overwrite").parquet(path)
+    _report_inputs(inputs, args)
+    total = spark.read.parquet(path).count()
+    print(f"history: {total} events -> {path}")
+    if args.limit:
+        first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
+        rows = [
+            (r["ts"], r["host"], r["table"], r["key"],
+             r["op"] + (" (dead letter)" if r["dead_letter"] else ""), _fields_text(r["fvs"]))
+            for r in first
+        ]
+        print(text_table(["ts", "host", "table", "key", "op", "fields"], rows, max_width=80))
+        if total > len(rows):
+            print(f"... {total - len(rows)} more in {path}")
+    return 0
+
+
+# -- stats --------------------------------------------------------------------------------
+
+
+def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
+    inputs = _load(spark, args)
+    st = stats_mod.compute(_events(inputs, args, args.db))
+    tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
+    st.tables.write.mode("overwrite").parquet(tables_path)
+    st.keys.write.mode("overwrite").parquet(keys_path)
+    _report_inputs(inputs, args)
+    tables = spark.read.parquet(tables_path).orderBy("host", "db", "table").collect()
+    print(f"per table -> {tables_path}")
+    print(text_table(
+        ["host", "db", "table", "events", "SET", "DEL", "dead", "keys", "ev/min", "peak/min",
+         "first", "last"],
+        [(r["host"], r["db"], r["table"], r["events"], r["sets"], r["dels"], r["dead_letters"],
+          r["distinct_keys"], r["events_per_minute"], r["peak_per_minute"], r["first_ts"],
+          r["last_ts"]) for r in tables],
+    ))
+    top = st.keys.limit(args.top).collect()
+    print(f"\nmost changed keys (flapping) -> {keys_path}")
+    print(text_table(
+        ["host", "table", "key", "events", "SET", "DEL", "minutes", "first", "last"],
+        [(r["host"], r["table"], r["key"], r["events"], r["sets"], r["dels"], r["active_minutes"],
+          r["first_ts"], r["last_ts"]) for r in top],
+    ))
+    return 0
+
+
+# -- diff ---------------------------------------------------------------------------------
+
+
+def _state_for_one_host(spark: SparkSession, args: argparse.Namespace) -> tuple[Inputs, DataFrame, str | None]:
+    inputs = _load(spark, args)
+    state = fold_state(_events(inputs, args, [args.db])).persist()
+    host = _single_host(state)
+    _report_inputs(inputs, args)
+    return inputs, state.where(F.col("host") == host).select("table", "key", "fields"), host
+
+
+def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
+    try:
+        dump = diff_mod.read_dump(spark, args.dump)
+    except diff_mod.DumpFormatError as exc:
+        raise UsageError(str(exc)) from None
+    _, state, host = _state_for_one_host(spark, args)
+    if args.table:
+        dump = dump.where(matches("table", args.table))
+    else:
+        state = state.join(diff_mod.dump_tables(dump), "table", "left_semi")
+    path = out_path(args, "diff")
+    diff_mod.diff(state, dump).write.mode("overwrite").parquet(path)
+    found = spark.read.parquet(path)
+    by_kind = found.groupBy("table", "kind").agg(
+        F.count(F.lit(1)).alias("fields"), F.count_distinct("key").alias("entries")
+    ).orderBy("table", "kind").collect()
+    print(f"diff of {host or '(no host)'} {args.db} {_when(args)} against {args.dump} -> {path}")
+    if not by_kind:
+        print("no differences")
+        return 0
+    print(text_table(["table", "kind", "entries", "fields"],
+                     [(r["table"], r["kind"], r["entries"], r["fields"]) for r in by_kind]))
+    if args.limit:
+        rows = found.orderBy("table", "key", "field").limit(args.limit).collect()
+        print(text_table(["table", "key", "kind", "field", "replay", "live"], rows))
+    return 1
+
+
+# -- restore ------------------------------------------------------------------------------
+
+
+def run_restore(spark: SparkSession, args: argparse.Namespace) -> int:
+    _, state, host = _state_for_one_host(spark, args)
+    tables: dict[str, dict[str, dict[str, str]]] = {
+        name: {} for name in (args.table or []) if not any(c in name for c in "*?[")
+    }
+    for row in state.collect():
+        tables.setdefault(row["table"], {})[row["key"]] = dict(row["fields"])
+    if not tables:
+        raise UsageError("nothing to restore: the state is empty; name tables with --table to clear them")
+    target = Target(db=args.db, url=args.redis_url, db_id=args.db_id, separator=args.separator,
+                    db_config=args.db_config)
+    counts = asyncio.run(restore(target, tables))
+    print(f"restored {host or '(no host)'} {args.db} {_when(args)} through temp views "
+          "(only the difference is published)")
+    print(text_table(["table", "entries"], sorted(counts.items())))
+    return 0
+
+
+COMMANDS = {
+    "state": run_state,
+    "history": run_history,
+    "stats": run_stats,
+    "diff": run_diff,
+    "restore": run_restore,
+}

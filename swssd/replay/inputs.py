@@ -1,0 +1,244 @@
+"""Reading captures into one events DataFrame: swssd JSON Lines and SONiC swss.rec, mixed freely.
+
+Every input line is classified by its first character: `{` is a swssd JSON record, anything
+else is read as swss.rec. A line becomes an event, a marker (swss.rec's `recording started`),
+blank, or a reject with a reason; nothing is dropped without being counted.
+
+Order. Events sort by `ord` = (ts, rotation rank, source, block, line): equal timestamps keep
+their order in the file (`block` is the byte offset of the split Spark read, `line` increases
+within a split), and a rotated file counts as older than a less rotated one with the same
+timestamp (`swss.rec.2.gz` < `swss.rec.1` < `swss.rec`), the rotation index being the
+`.N` / `.N.gz` suffix of the file name.
+
+Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the first group of
+`host_pattern` matched against the file's path, by default the name of its parent directory
+(`captures/sw-leaf1/swss.rec` -> `sw-leaf1`).
+
+Database. swss.rec lines do not name one: a `TABLE|key` line (CONFIG_DB and STATE_DB style) is
+given `CONFIG_DB`, a `TABLE:key` line `APPL_DB`, unless `rec_db` names one for every line.
+
+swss.rec is not escaped, so parsing is anchored on the op token: the table is what precedes the
+first `:` or `|`, the key runs up to the first `|SET` / `|DEL` token, and each field is split at
+its first `:`. A `|` inside a value is kept when the text after it holds no `:` before the next
+`|` (`scheduler:[SCHEDULER|scheduler.0]`). Known limits of the format itself: a key containing
+`|SET|` or `|DEL|`, or a value containing `|x:y`, cannot be told apart from the structure; and
+when a key is deleted and set again between two pops, swss.rec holds one bare SET with the new
+fields, so the fields only the old entry had survive the replay (swssd's own JSON capture
+records that case as DEL followed by SET and replays exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from .inputs_doc import DEFAULT_HOST_PATTERN
+
+JSON_SCHEMA = StructType(
+    [
+        StructField("ts", StringType()),
+        StructField("host", StringType()),
+        StructField("db", StringType()),
+        StructField("table", StringType()),
+        StructField("key", StringType()),
+        StructField("op", StringType()),
+        StructField("fvs", ArrayType(ArrayType(StringType()))),
+        StructField("seq", LongType()),
+        StructField("dead_letter", BooleanType()),
+        StructField("reason", StringType()),
+    ]
+)
+
+_REC_TS = r"^\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6}\|"
+_REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
+_OP_SPLIT = r"\|(?=(?:SET|DEL)(?:\||$))"
+_FIELD_SPLIT = r"\|(?=[^|]*:)"
+REC_MARKER = "recording started"
+
+EVENT_COLUMNS = [
+    "host", "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason",
+    "source", "ord",
+]
+REJECT_COLUMNS = ["source", "reason", "value"]
+
+
+@dataclass
+class InputOptions:
+    paths: Sequence[str]
+    host: str | None = None
+    host_pattern: str = DEFAULT_HOST_PATTERN
+    timezone: str = "UTC"
+    rec_db: str | None = None
+
+
+@dataclass
+class Inputs:
+    """The classified lines, and the counts observed while the first action read them."""
+
+    lines: DataFrame
+    observation: Observation
+
+    @property
+    def events(self) -> DataFrame:
+        return self.lines.where(F.col("kind") == "event").select(*EVENT_COLUMNS)
+
+    @property
+    def rejects(self) -> DataFrame:
+        return self.lines.where(F.col("kind") == "reject").select(*REJECT_COLUMNS)
+
+    def counts(self) -> dict[str, int]:
+        """lines, events, markers, blank, rejects: available once an action has run."""
+        return {k: int(v or 0) for k, v in self.observation.get.items()}
+
+
+def _fvs_struct(field: Column, value: Column) -> Column:
+    return F.struct(field.alias("field"), value.alias("value"))
+
+
+def _json_columns(value: Column) -> dict[str, Column]:
+    j = F.from_json(value, JSON_SCHEMA)
+    bad_pair = F.exists(
+        F.coalesce(j["fvs"], F.array()),
+        lambda p: (F.size(p) != 2) | F.try_element_at(p, F.lit(1)).isNull()
+        | F.try_element_at(p, F.lit(2)).isNull(),
+    )
+    ts = F.try_to_timestamp(j["ts"])
+    reason = (
+        F.when(j.isNull() | (j["ts"].isNull() & j["key"].isNull() & j["op"].isNull()), "malformed JSON")
+        .when(ts.isNull(), "bad or missing ts")
+        .when(j["db"].isNull() | j["table"].isNull() | j["key"].isNull(), "missing db, table or key")
+        .when(~j["op"].isin("SET", "DEL"), "op is neither SET nor DEL")
+        .when(j["fvs"].isNull() & (j["op"] == "SET"), "SET without fvs")
+        .when(bad_pair, "fvs is not a list of [field, value] pairs")
+    )
+    return {
+        "reason": reason,
+        "host": j["host"],
+        "db": j["db"],
+        "table": j["table"],
+        "key": j["key"],
+        "op": j["op"],
+        "fvs": F.transform(F.coalesce(j["fvs"], F.array()), lambda p: _fvs_struct(F.try_element_at(p, F.lit(1)), F.try_element_at(p, F.lit(2)))),
+        "ts": ts,
+        "seq": j["seq"],
+        "dead_letter": F.coalesce(j["dead_letter"], F.lit(False)),
+        "dl_reason": j["reason"],
+    }
+
+
+def _rec_columns(value: Column, tz: str, rec_db: str | None) -> dict[str, Column]:
+    has_ts = value.rlike(_REC_TS)
+    body = F.substring(value, 28, 1 << 30)
+    parts = F.split(body, _OP_SPLIT, 2)
+    table_key = F.try_element_at(parts, F.lit(1))
+    tail = F.try_element_at(parts, F.lit(2))  # "SET|f:v|..." or "DEL"; null without an op token
+    table = F.regexp_extract(table_key, r"^([^:|]+)[:|]", 1)
+    separator = F.substring(table_key, F.length(table) + 1, 1)
+    fields_text = F.substring(tail, 5, 1 << 30)
+    tokens = F.when(fields_text == "", F.array().cast("array<string>")).otherwise(
+        F.split(fields_text, _FIELD_SPLIT)
+    )
+    local_ts = F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))
+    reason = (
+        F.when(~has_ts, "no swss.rec timestamp")
+        .when(local_ts.isNull(), "bad timestamp")
+        .when(tail.isNull(), "no SET/DEL op token")
+        .when(table == "", "no TABLE<sep>key before the op")
+        .when((F.size(tokens) > 0) & (F.instr(F.try_element_at(tokens, F.lit(1)), ":") == 0), "field without ':'")
+    )
+    db = F.lit(rec_db) if rec_db else F.when(separator == "|", "CONFIG_DB").otherwise("APPL_DB")
+    return {
+        "reason": reason,
+        "host": F.lit(None).cast("string"),
+        "db": db,
+        "table": table,
+        "key": F.substring(table_key, F.length(table) + 2, 1 << 30),
+        "op": F.substring_index(tail, "|", 1),
+        "fvs": F.transform(
+            tokens,
+            lambda t: _fvs_struct(
+                F.substring_index(t, ":", 1), F.substring(t, F.instr(t, ":") + 1, 1 << 30)
+            ),
+        ),
+        "ts": F.to_utc_timestamp(local_ts, tz),
+        "seq": F.lit(None).cast("long"),
+        "dead_letter": F.lit(False),
+        "dl_reason": F.lit(None).cast("string"),
+    }
+
+
+def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """The raw lines with where they came from: source path, split offset, position in the split."""
+    return spark.read.text(list(paths)).select(
+        F.col("value"),
+        F.col("_metadata.file_path").alias("source"),
+        F.col("_metadata.file_name").alias("file_name"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("line"),
+    )
+
+
+def load(spark: SparkSession, opts: InputOptions) -> Inputs:
+    """Classify and parse every line of the inputs; counts are observed by the first action."""
+    raw = read_lines(spark, opts.paths)
+    value = F.col("value")
+    is_json = value.startswith("{")
+    is_blank = F.trim(value) == ""
+    is_marker = value.rlike(_REC_TS + REC_MARKER + "$")
+
+    jc = _json_columns(value)
+    rc = _rec_columns(value, opts.timezone, opts.rec_db)
+    parsed = raw.select(
+        "*",
+        *[F.when(is_json, jc[name]).otherwise(rc[name]).alias(name) for name in jc],
+    )
+    kind = (
+        F.when(is_blank, "blank")
+        .when(~is_json & is_marker, "marker")
+        .when(F.col("reason").isNotNull(), "reject")
+        .otherwise("event")
+    )
+    rotation = F.coalesce(
+        F.expr(r"try_cast(regexp_extract(file_name, '\\.([0-9]+)(\\.gz)?$', 1) as int)"), F.lit(0)
+    )
+    path_host = F.regexp_extract("source", opts.host_pattern, 1)
+    host = (
+        F.lit(opts.host)
+        if opts.host
+        else F.coalesce(F.col("host"), F.when(path_host != "", path_host), F.lit("unknown"))
+    )
+    lines = parsed.select(
+        kind.alias("kind"),
+        F.when(kind == "event", host).alias("host"),
+        "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason",
+        "source", "reason", "value",
+        F.struct(
+            F.col("ts").alias("ts"),
+            (-rotation).alias("rotation"),
+            F.col("source").alias("source"),
+            F.col("block").alias("block"),
+            F.col("line").alias("line"),
+        ).alias("ord"),
+    )
+    observation = Observation("replay_inputs")
+    n = lambda k: F.sum(F.when(F.col("kind") == k, 1).otherwise(0))  # noqa: E731
+    lines = lines.observe(
+        observation,
+        F.count(F.lit(1)).alias("lines"),
+        n("event").alias("events"),
+        n("marker").alias("markers"),
+        n("blank").alias("blank"),
+        n("reject").alias("rejects"),
+    )
+    return Inputs(lines, observation)

@@ -1,0 +1,59 @@
+"""The SparkSession replay runs in: local mode unless told otherwise, UTC, quiet."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+APP_NAME = "swssd-replay"
+
+# Spark warns with a stack trace for every glob path it checks for a streaming sink's metadata.
+_NOISY_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.FileStreamSink",
+    "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
+)
+
+
+def get_session(
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    driver_memory: str | None = None,
+) -> SparkSession:
+    """The active session, or a new one.
+
+    Under spark-submit (which starts Python with a gateway) the master comes from spark-submit;
+    otherwise it is `master`, or `local[*]` by default. Timestamps are computed and shown in UTC.
+    """
+    builder = SparkSession.builder.appName(APP_NAME)
+    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not master and not launched_by_spark_submit:
+        master = "local[*]"
+    if master:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
+            # tasks per stage (and AQE does not coalesce a cached stage).
+            builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+    if driver_memory:
+        builder = builder.config("spark.driver.memory", driver_memory)
+    builder = (
+        builder.config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    _quiet(spark)
+    return spark
+
+
+def _quiet(spark: SparkSession) -> None:
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in _NOISY_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Exception:  # noqa: BLE001 - only log levels; a different logging backend is fine
+        pass

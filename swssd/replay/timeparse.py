@@ -1,0 +1,41 @@
+"""Instants given on the command line (`--as-of`, `--since`), as UTC microseconds since the epoch."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+_REC_FORM = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)$")
+
+
+def zone(name: str) -> ZoneInfo | timezone:
+    """A zone by IANA name ('UTC', 'Europe/Paris'), with a readable error."""
+    if name.upper() in ("UTC", "Z"):
+        return timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as UTC or Europe/Paris)") from None
+
+
+def parse_instant(text: str, tz_name: str = "UTC") -> int:
+    """ISO 8601 (`2026-11-25T23:41:16.123456Z`, `2026-11-25 23:41:16`) or swss.rec's
+    `2026-11-25.23:41:16.123456`; a time without a zone is read in `tz_name`, the same zone
+    as swss.rec timestamps, so a time copied from a swss.rec line means what it says.
+    """
+    raw = text.strip()
+    m = _REC_FORM.match(raw)
+    if m:
+        raw = f"{m.group(1)}T{m.group(2)}"
+    try:
+        dt = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(
+            f"cannot read {text!r} as an instant; use e.g. 2026-11-25T23:41:16.123456Z "
+            "or 2026-11-25.23:41:16.123456"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=zone(tz_name))
+    delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds

@@ -1,0 +1,296 @@
+"""Spark replay in local mode: swss.rec fixtures, swssd captures through Redis, history, stats, diff, restore."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import random
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Table  # noqa: E402
+from swssd.capture import CaptureWriter, iso_ts  # noqa: E402
+from swssd.replay.cli import main  # noqa: E402
+from swssd.replay.fold import fold_state, select_events  # noqa: E402
+from swssd.replay.inputs import InputOptions, load  # noqa: E402
+from swssd.replay.session import get_session  # noqa: E402
+from swssd.replay.timeparse import parse_instant  # noqa: E402
+
+FIXTURE = Path(__file__).parent / "fixtures" / "swss_rec" / "sw-leaf1"
+SPARK_ARGS = ["--conf", "spark.sql.shuffle.partitions=2"]
+
+PORTS_END = {
+    "Ethernet0": {"alias": "fortyGigE0/0", "lanes": "25,26,27,28", "mtu": "9100", "admin_status": "up",
+                  "description": "uplink|to spine1"},
+    "Ethernet4": {"alias": "fortyGigE0/4", "lanes": "29,30,31,32", "mtu": "9100", "admin_status": "down"},
+    "Ethernet8": {"mtu": "9100"},
+}
+ROUTES_END = {
+    "10.1.0.0/24": {"nexthop": "10.0.0.1", "ifname": "PortChannel01"},
+    "10.2.0.0/24": {"nexthop": "10.0.0.13", "ifname": "PortChannel04"},
+}
+EXPECTED_END = {
+    ("APPL_DB", "PORT_TABLE"): PORTS_END,
+    ("APPL_DB", "INTF_TABLE"): {"PortChannel02:fc00::75/126": {"scope": "global", "family": "IPv6"}},
+    ("APPL_DB", "ROUTE_TABLE"): ROUTES_END,
+    ("APPL_DB", "NEIGH_TABLE"): {"Vlan1000:fe80::1": {"neigh": "00:11:22:33:44:55", "family": "IPv6"}},
+    ("APPL_DB", "SWITCH_TABLE"): {"switch": {"ecmp_hash_seed": "0", "fdb_aging_time": "600"}},
+    ("APPL_DB", "LLDP_ENTRY_TABLE"): {
+        "Ethernet0": {"lldp_rem_sys_name": "spine1", "lldp_rem_port_desc": "Ethernet1/1:100G"}},
+    ("CONFIG_DB", "QUEUE"): {
+        "Ethernet0|0": {"scheduler": "[SCHEDULER|scheduler.0]", "wred_profile": "[WRED_PROFILE|AZURE_LOSSLESS]"}},
+}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = get_session(
+        "local[2]",
+        {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+         "spark.default.parallelism": "2"},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def rec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture files as logrotate leaves them: swss.rec, swss.rec.1, swss.rec.2.gz."""
+    d = tmp_path_factory.mktemp("captures") / "sw-leaf1"
+    d.mkdir()
+    shutil.copy(FIXTURE / "swss.rec", d / "swss.rec")
+    shutil.copy(FIXTURE / "swss.rec.1", d / "swss.rec.1")
+    (d / "swss.rec.2.gz").write_bytes(gzip.compress((FIXTURE / "swss.rec.2").read_bytes()))
+    return d
+
+
+def by_table(rows: list) -> dict:  # type: ignore[type-arg]
+    out: dict = {}
+    for r in rows:
+        out.setdefault((r["db"], r["table"]), {})[r["key"]] = dict(r["fields"])
+    return out
+
+
+def state_of(spark: SparkSession, paths: list[str], as_of: str | None = None, tz: str = "UTC",
+             **filters: list[str]) -> dict:  # type: ignore[type-arg]
+    inputs = load(spark, InputOptions(paths, timezone=tz))
+    events = select_events(inputs.events, as_of_us=parse_instant(as_of, tz) if as_of else None, **filters)
+    return by_table(fold_state(events).collect())
+
+
+def run(*argv: str) -> int:
+    return main([*argv, *SPARK_ARGS])
+
+
+# -- swss.rec ----------------------------------------------------------------------------
+
+
+def test_rec_fixture_replays_to_expected_state(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert run("state", str(rec_dir / "swss.rec*"), "--output", str(out)) == 0
+    rows = spark.read.parquet(str(out / "state")).collect()
+    assert {r["host"] for r in rows} == {"sw-leaf1"}  # from the directory name
+    assert by_table(rows) == EXPECTED_END
+    printed = capsys.readouterr().out
+    assert "read 27 lines: 19 events, 3 'recording started' markers, 1 blank, 4 rejected" in printed
+    rejects = [json.loads(line) for f in sorted((out / "rejects").glob("*.json")) for line in f.read_text().splitlines()]
+    assert sorted((r["value"], r["reason"]) for r in rejects) == sorted([
+        ("core dumped while writing 2026-03-01.10:05:0", "no swss.rec timestamp"),
+        ("2026-03-01.10:05:05.00", "no swss.rec timestamp"),
+        ("2026-03-01.10:10:02.000001|PORT_TABLE:Ethernet4|SET|garbage-without-colon", "field without ':'"),
+        ("2026-03-01.10:10:03.000000|VLAN_TABLE:Vlan1000|GET|admin_status:up", "no SET/DEL op token"),
+    ])
+    assert all(r["source"].endswith(("swss.rec", "swss.rec.1")) for r in rejects)
+
+
+def test_rec_state_as_of_instants_in_the_middle(spark: SparkSession, rec_dir: Path) -> None:
+    paths = [str(rec_dir / "swss.rec*")]
+    before = state_of(spark, paths, "2026-03-01.10:05:01.999999", tables=["ROUTE_TABLE", "PORT_TABLE"])
+    assert before[("APPL_DB", "ROUTE_TABLE")] == {
+        "10.1.0.0/24": {"nexthop": "10.0.0.1,10.0.0.5", "ifname": "PortChannel01,PortChannel02", "weight": "1,1"}}
+    assert before[("APPL_DB", "PORT_TABLE")]["Ethernet4"]["admin_status"] == "down"
+    assert "Ethernet8" not in before[("APPL_DB", "PORT_TABLE")]
+    at = state_of(spark, paths, "2026-03-01T10:05:02Z", tables=["ROUTE_*"])  # DEL then SET at that instant
+    assert at == {("APPL_DB", "ROUTE_TABLE"): {"10.1.0.0/24": {"nexthop": "10.0.0.1", "ifname": "PortChannel01"}}}
+    assert state_of(spark, paths, "2026-03-01.09:59:59") == {}
+
+
+def test_rec_timezone_moves_every_event(spark: SparkSession, rec_dir: Path) -> None:
+    paths = [str(rec_dir / "swss.rec*")]
+    inputs = load(spark, InputOptions(paths, timezone="Europe/Paris"))
+    first = inputs.events.orderBy("ord").select("ts").first()
+    assert iso_ts(int(first["ts"].timestamp() * 1_000_000)) == "2026-03-01T09:00:00.100000Z"
+    # a naive --as-of is read in the same zone, so it means what the swss.rec line says
+    assert state_of(spark, paths, "2026-03-01.10:05:02", tz="Europe/Paris", tables=["ROUTE_TABLE"]) == \
+        state_of(spark, paths, "2026-03-01.10:05:02", tz="UTC", tables=["ROUTE_TABLE"])
+
+
+def test_history_keeps_file_order_for_equal_timestamps(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert run("history", str(rec_dir / "swss.rec*"), "--output", str(out),
+               "--key", "Ethernet8", "--key", "10.*") == 0
+    printed = capsys.readouterr().out
+    lines = [line.split() for line in printed.splitlines() if line.startswith("2026-")]
+    got = [(w[3], w[4], w[5] if len(w) > 5 else "") for w in lines]
+    assert got == [  # time order; equal instants in file order, and rotated files first
+        ("10.1.0.0/24", "SET", "nexthop=10.0.0.1,10.0.0.5"),
+        ("10.1.0.0/24", "DEL", ""),
+        ("10.1.0.0/24", "SET", "nexthop=10.0.0.1"),
+        ("10.2.0.0/24", "SET", "nexthop=10.0.0.9"),
+        ("Ethernet8", "SET", "mtu=1500"),  # last line of swss.rec.1 ...
+        ("Ethernet8", "SET", "mtu=9100"),  # ... first of swss.rec, same instant
+        ("10.2.0.0/24", "DEL", ""),
+        ("10.2.0.0/24", "SET", "nexthop=10.0.0.13"),
+    ]
+    hist = spark.read.parquet(str(out / "history"))
+    assert hist.count() == 8 and set(hist.columns) >= {"ts", "host", "table", "key", "op", "fvs", "source"}
+
+
+def test_stats_numbers(spark: SparkSession, rec_dir: Path, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert run("stats", str(rec_dir / "swss.rec*"), "--output", str(out), "--top", "3") == 0
+    tables = {r["table"]: r for r in spark.read.parquet(str(out / "stats" / "tables")).collect()}
+    route, port = tables["ROUTE_TABLE"], tables["PORT_TABLE"]
+    assert (route["events"], route["sets"], route["dels"], route["distinct_keys"]) == (6, 4, 2, 2)
+    assert (route["peak_per_minute"], route["active_minutes"], route["events_per_minute"]) == (3, 3, 0.6)
+    assert (port["events"], port["sets"], port["dels"], port["distinct_keys"], port["peak_per_minute"]) == (6, 6, 0, 3, 2)
+    assert tables["QUEUE"]["db"] == "CONFIG_DB" and (tables["QUEUE"]["sets"], tables["QUEUE"]["dels"]) == (2, 1)
+    assert sum(r["events"] for r in tables.values()) == 19
+    keys = spark.read.parquet(str(out / "stats" / "keys")).orderBy("events", "dels", ascending=False)
+    top = [(r["table"], r["key"], r["events"], r["dels"]) for r in keys.limit(3).collect()]
+    assert sorted(top[:2]) == [("ROUTE_TABLE", "10.1.0.0/24", 3, 1), ("ROUTE_TABLE", "10.2.0.0/24", 3, 1)]
+    assert top[2] == ("QUEUE", "Ethernet0|3", 2, 1)
+    printed = capsys.readouterr().out
+    assert "most changed keys (flapping)" in printed and "10.1.0.0/24" in printed
+
+
+def test_diff_against_a_dump(spark: SparkSession, rec_dir: Path, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    live_ports = json.loads(json.dumps(PORTS_END))
+    live_ports["Ethernet0"]["mtu"] = "1500"
+    del live_ports["Ethernet0"]["admin_status"]
+    live_ports["Ethernet0"]["speed"] = "40000"
+    del live_ports["Ethernet4"]
+    live_ports["Ethernet12"] = {"mtu": "9100"}
+    dump = tmp_path / "live.json"
+    dump.write_text(json.dumps({"PORT_TABLE": live_ports, "ROUTE_TABLE": ROUTES_END}))
+    out = tmp_path / "out"
+    assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(dump), "--output", str(out)) == 1
+    rows = {tuple(r) for r in spark.read.parquet(str(out / "diff")).collect()}
+    e4 = PORTS_END["Ethernet4"]
+    assert rows == {
+        ("PORT_TABLE", "Ethernet0", "changed", "mtu", "9100", "1500"),
+        ("PORT_TABLE", "Ethernet0", "missing_field", "admin_status", "up", None),
+        ("PORT_TABLE", "Ethernet0", "extra_field", "speed", None, "40000"),
+        ("PORT_TABLE", "Ethernet12", "extra_entry", "mtu", None, "9100"),
+        *{("PORT_TABLE", "Ethernet4", "missing_entry", f, v, None) for f, v in e4.items()},
+    }
+    assert "missing_entry" in capsys.readouterr().out
+
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps({"PORT_TABLE": PORTS_END, "ROUTE_TABLE": ROUTES_END, "EMPTY_TABLE": {}}))
+    assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(same), "--output", str(out)) == 0
+    assert "no differences" in capsys.readouterr().out
+
+
+def test_bad_inputs_are_reported_not_raised(rec_dir: Path, tmp_path: Path, spark: SparkSession,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("state", str(tmp_path / "nothing-here*"), "--output", str(tmp_path / "o")) == 2
+    assert "swssd replay:" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(bad), "--output", str(tmp_path / "o")) == 2
+    assert "not a dump" in capsys.readouterr().err
+
+
+# -- through Redis ------------------------------------------------------------------------
+
+
+async def _drain(consumer: ConsumerStateTable) -> list[KeyOpFieldsValues]:
+    out: list[KeyOpFieldsValues] = []
+    while batch := await consumer.pops():
+        out += batch
+    return out
+
+
+async def test_restore_publishes_only_the_minimal_diff(
+    spark: SparkSession, rec_dir: Path, db: DBConnector, clean_redis, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    producer = ProducerStateTable(db, "PORT_TABLE")
+    consumer = ConsumerStateTable(db, "PORT_TABLE")
+    for key, fields in PORTS_END.items():  # the live table holds the end state
+        await producer.set(key, fields)
+    await _drain(consumer)
+    as_of = "2026-03-01.10:05:01.500000"
+    expected = state_of(spark, [str(rec_dir / "swss.rec*")], as_of, tables=["PORT_TABLE"])[("APPL_DB", "PORT_TABLE")]
+    assert expected["Ethernet4"] == PORTS_END["Ethernet4"] and "Ethernet8" not in expected
+
+    code = await asyncio.to_thread(
+        run, "restore", str(rec_dir / "swss.rec*"), "--as-of", as_of, "--table", "PORT_TABLE",
+        "--redis-url", clean_redis.url, "--db-id", "0", "--output", str(tmp_path / "out"),
+    )
+    assert code == 0
+    popped = await _drain(consumer)
+    assert sorted((t.key, t.op) for t in popped) == [("Ethernet0", "SET"), ("Ethernet8", "DEL")]
+    assert await Table(db, "PORT_TABLE").dump() == expected
+
+
+async def test_swssd_capture_replays_exactly_what_redis_holds(
+    spark: SparkSession, db: DBConnector, tmp_path: Path
+) -> None:
+    """Random traffic, popped with track_deletes and captured: state == the table, also as of a middle instant."""
+    rng = random.Random(5)
+    producer = ProducerStateTable(db, "ROUTE_TABLE")
+    consumer = ConsumerStateTable(db, "ROUTE_TABLE", track_deletes=True)
+    table = Table(db, "ROUTE_TABLE")
+    writer = CaptureWriter(tmp_path / "cap", host="sw-test")
+    await writer.start()
+    keys = ["10.0.0.0/8", "fc00::/64", "Vlan1000:fe80::1", "é|x:y", "two\nlines", *(f"k{i}" for i in range(8))]
+    mid_us, mid_snapshot = None, None
+    saw_del_then_set = False
+    for rnd in range(30):
+        for _ in range(rng.randint(1, 12)):
+            key = rng.choice(keys)
+            roll = rng.random()
+            if roll < 0.2:
+                await producer.delete(key)
+            elif roll < 0.35:  # deleted and set again before the consumer pops
+                await producer.delete(key)
+                await producer.set(key, [(f"f{rng.randrange(4)}", f"new:{rnd}")])
+            else:
+                await producer.set(key, [(f"f{rng.randrange(4)}", f"v{rnd}|{rng.random():.3f}")
+                                         for _ in range(rng.randint(1, 3))])
+        popped = await _drain(consumer)
+        saw_del_then_set |= any(a.op == "DEL" and b.op == "SET" and a.key == b.key
+                                for a, b in zip(popped, popped[1:]))
+        writer.record("APPL_DB", "ROUTE_TABLE", ":", popped)
+        if rnd == 3:
+            writer.record("APPL_DB", "ROUTE_TABLE", ":", [KeyOpFieldsValues("k0", "SET", [("junk", "1")])],
+                          dead_letter=True, reason="handler failed")
+        if rnd == 14:
+            await writer.flush()
+            mid_us, mid_snapshot = time.time_ns() // 1000, await table.dump()
+            await asyncio.sleep(0.005)
+    await writer.close()
+    assert saw_del_then_set and writer.dropped == 0 and mid_snapshot
+
+    out = tmp_path / "out"
+    assert await asyncio.to_thread(run, "state", str(tmp_path / "cap" / "*.jsonl*"), "--output", str(out)) == 0
+    got = by_table(spark.read.parquet(str(out / "state")).collect())
+    assert got == {("APPL_DB", "ROUTE_TABLE"): await table.dump()}
+    middle = state_of(spark, [str(tmp_path / "cap")], iso_ts(mid_us))
+    assert middle == {("APPL_DB", "ROUTE_TABLE"): mid_snapshot}
