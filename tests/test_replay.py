@@ -8,7 +8,6 @@ import json
 import random
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,11 @@ from swssd.capture import CaptureWriter, iso_ts  # noqa: E402
 from swssd.replay.cli import main  # noqa: E402
 from swssd.replay.fold import fold_state, select_events  # noqa: E402
 from swssd.replay.inputs import InputOptions, load  # noqa: E402
-from swssd.replay.session import get_session  # noqa: E402
 from swssd.replay.timeparse import parse_instant  # noqa: E402
 
+from fixtures.spark_session import SPARK_ARGS, spark  # noqa: E402,F401
+
 FIXTURE = Path(__file__).parent / "fixtures" / "swss_rec" / "sw-leaf1"
-SPARK_ARGS = ["--conf", "spark.sql.shuffle.partitions=2"]
 
 PORTS_END = {
     "Ethernet0": {"alias": "fortyGigE0/0", "lanes": "25,26,27,28", "mtu": "9100", "admin_status": "up",
@@ -49,17 +48,6 @@ EXPECTED_END = {
     ("CONFIG_DB", "QUEUE"): {
         "Ethernet0|0": {"scheduler": "[SCHEDULER|scheduler.0]", "wred_profile": "[WRED_PROFILE|AZURE_LOSSLESS]"}},
 }
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = get_session(
-        "local[2]",
-        {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-         "spark.default.parallelism": "2"},
-    )
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
