@@ -151,7 +151,9 @@ class _ServerSubscription:
 
     def __init__(self, select: Select, db: DBConnector) -> None:
         self._select = select
-        self._client = db.new_client(socket_timeout=None, socket_keepalive=True)
+        # No read timeout: a quiet channel is normal. TCP keepalive notices a vanished server.
+        tcp = not db.redis.connection_pool.connection_kwargs.get("path")
+        self._client = db.new_client(socket_timeout=None, **({"socket_keepalive": True} if tcp else {}))
         self._channels: dict[str, set[ConsumerTableBase]] = {}
         self._confirmed: set[str] = set()
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
@@ -220,6 +222,8 @@ class _ServerSubscription:
             except CONNECTION_ERRORS as exc:
                 if self.connected or first:
                     log.warning("pubsub connection lost", address=self.address, error=str(exc))
+            except Exception:  # noqa: BLE001 - the reader must outlive surprises; say so and retry
+                log.exception("pubsub reader failed; reconnecting", address=self.address)
             finally:
                 self.connected = False
                 self._conn = None
