@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import structlog
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import ResponseError
 
 from .connector import CONNECTION_ERRORS, DBConnector
 from .consumer_base import ConsumerTableBase
@@ -39,6 +40,9 @@ class Select:
         self.reconnect_max = reconnect_max
         self._tables: list[ConsumerTableBase] = []
         self._servers: dict[str, _ServerSubscription] = {}
+        self._identities: dict[str, asyncio.Future[str]] = {}
+        self._server_of: dict[int, _ServerSubscription] = {}
+        self._added: dict[int, asyncio.Task[None]] = {}
         self._pending: set[asyncio.Task[None]] = set()
         self._wakeup = asyncio.Event()
         self._served = itertools.count(1)
@@ -54,11 +58,9 @@ class Select:
         self._tables.append(table)
         self._last_served[id(table)] = 0
         self._passed_over[id(table)] = 0
-        server = self._servers.get(table.db.address)
-        if server is None:
-            server = _ServerSubscription(self, table.db)
-            self._servers[table.db.address] = server
-        return self._track(server.add(table))
+        task = self._track(self._subscribe(table))
+        self._added[id(table)] = task
+        return task
 
     def remove(self, table: ConsumerTableBase) -> asyncio.Task[None]:
         """Stop waiting on `table` (unsubscribing when no other table shares its channel)."""
@@ -67,7 +69,34 @@ class Select:
         self._tables.remove(table)
         self._last_served.pop(id(table), None)
         self._passed_over.pop(id(table), None)
-        return self._track(self._servers[table.db.address].remove(table))
+        return self._track(self._unsubscribe(table, self._added.pop(id(table))))
+
+    async def _subscribe(self, table: ConsumerTableBase) -> None:
+        server = await self._server_for(table.db)
+        self._server_of[id(table)] = server
+        await server.add(table)
+
+    async def _unsubscribe(self, table: ConsumerTableBase, added: asyncio.Task[None]) -> None:
+        await asyncio.wait((added,))
+        server = self._server_of.pop(id(table), None)
+        if server is not None:
+            await server.remove(table)
+
+    async def _server_for(self, db: DBConnector) -> _ServerSubscription:
+        """The subscription of db's redis-server: TCP and unix connectors to one server share it."""
+        ident = self._identities.get(db.address)
+        if ident is None:
+            ident = self._identities[db.address] = asyncio.ensure_future(_server_identity(db))
+        try:
+            run_id = await asyncio.shield(ident)
+        except BaseException:
+            if ident.done():
+                self._identities.pop(db.address, None)  # ask again next time
+            raise
+        server = self._servers.get(run_id)
+        if server is None:
+            server = self._servers[run_id] = _ServerSubscription(self, db)
+        return server
 
     @property
     def tables(self) -> list[ConsumerTableBase]:
@@ -146,6 +175,15 @@ class Select:
         await self.close()
 
 
+async def _server_identity(db: DBConnector) -> str:
+    """The server's run_id (its address when INFO is not allowed for this user)."""
+    try:
+        info = await db.redis.execute_command("INFO", "server")
+    except ResponseError:
+        return db.address
+    return str(info.get("run_id") or db.address)
+
+
 class _ServerSubscription:
     """One pub/sub connection to one redis-server, shared by all tables on it; reconnects by itself."""
 
@@ -205,8 +243,9 @@ class _ServerSubscription:
         delay = self._select.reconnect_min
         first = True
         while True:
-            conn = self._client.connection_pool.make_connection()
+            conn: AbstractConnection | None = None
             try:
+                conn = self._client.connection_pool.make_connection()
                 await conn.connect()
                 self._conn = conn
                 if self._channels:
@@ -228,7 +267,8 @@ class _ServerSubscription:
                 self.connected = False
                 self._conn = None
                 self._confirmed.clear()
-                await conn.disconnect()
+                if conn is not None:
+                    await conn.disconnect()
             first = False
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._select.reconnect_max)
@@ -257,10 +297,7 @@ class _ServerSubscription:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, *CONNECTION_ERRORS):
-                pass
+            await asyncio.wait((self._task,))  # the reader already logged whatever it hit
         for waiters in self._waiters.values():
             for w in waiters:
                 w.cancel()
