@@ -16,9 +16,13 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
+from redis.asyncio.retry import Retry as RedisRetry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .. import logging as swssd_logging
+from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
 from ..consumer_base import ConsumerTableBase
 from ..dbconfig import SonicDBConfig
@@ -37,17 +41,15 @@ _BACKOFF_MIN = 0.05
 _BACKOFF_MAX = 2.0
 #: how long each plugin's stop() may take at shutdown
 _STOP_HOOK_TIMEOUT = 5.0
+#: what redis-py says when the server closed a connection that was waiting for a reply
+_CLOSED_WHILE_WAITING = "Connection closed by server"
 
 
-class _Connector(DBConnector):
-    """Workaround, to remove once swssd/select.py is fixed: Select asks every pub/sub client for
-    TCP keepalive, which redis-py's unix-socket connections refuse (TypeError in its reader task,
-    so add() never completes). Drop the option for unix sockets."""
-
-    def new_client(self, **overrides: Any) -> Any:
-        if self.redis.connection_pool.connection_kwargs.get("path"):
-            overrides.pop("socket_keepalive", None)
-        return super().new_client(**overrides)
+def _reply_lost(exc: BaseException) -> bool:
+    """Whether a pop failed after it was sent: Redis may have run the script (taking the changes
+    out of the key set) and the reply, with those changes, is gone. No client of this wire
+    protocol can tell or undo it; the daemon says so loudly instead of retrying silently."""
+    return isinstance(exc, RedisTimeoutError) or _CLOSED_WHILE_WAITING in str(exc)
 
 
 class Daemon:
@@ -60,7 +62,9 @@ class Daemon:
         self.runtimes: list[OrchRuntime] = []
         self.workers: list[TableWorker] = []
         self.connectors: dict[str, DBConnector] = {}
-        self.capture: Any = None  # swssd.capture.CaptureWriter when [capture] is enabled
+        #: per database, the connector the consume loop pops with: no silent retry (see _reply_lost)
+        self._pop_connectors: dict[str, DBConnector] = {}
+        self.capture: CaptureWriter | None = None
         #: called with (worker, task, reason) for every dead-lettered task
         self.dead_letter_hooks: list[DeadLetterHook] = []
         #: set once every table is subscribed and reconciled
@@ -215,8 +219,6 @@ class Daemon:
             )
 
     async def _start_capture(self) -> None:
-        from ..capture import CaptureWriter  # only needed when enabled
-
         cfg = self.config.capture
         self.capture = CaptureWriter(cfg.directory, host=cfg.host, max_bytes=cfg.max_bytes, rec=cfg.rec)
         try:
@@ -234,11 +236,11 @@ class Daemon:
             try:
                 if self._db_config is not None:
                     r = self.config.redis
-                    return await _Connector.connect(
+                    return await DBConnector.connect(
                         name, self._db_config, username=r.username, password=r.password, ssl=r.tls
                     )
                 db_id, separator = SONIC_DATABASES[name]
-                return await _Connector.from_url(self._url(), db_id=db_id, separator=separator, name=name)
+                return await DBConnector.from_url(self._url(), db_id=db_id, separator=separator, name=name)
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()
                 if now - last_log >= self.config.daemon.health_interval:
@@ -264,7 +266,13 @@ class Daemon:
         priority: int, reconcile: bool, pending_limit: int,
     ) -> None:
         db = self.connectors[db_name]
-        consumer = make_consumer(db, table, kind, pop_batch_size, priority)
+        pop_db = self._pop_connectors.get(db_name)
+        if pop_db is None:
+            client = db.new_client(retry=RedisRetry(NoBackoff(), 0))
+            pop_db = self._pop_connectors[db_name] = DBConnector(
+                client, db_id=db.db_id, separator=db.separator, name=db_name
+            )
+        consumer = make_consumer(pop_db, table, kind, pop_batch_size, priority)
         worker = TableWorker(rt, consumer, db_name, pending_limit, self._dead_letter, self._kick.set)
         if reconcile:
             existing = await Table(db, table).dump()
@@ -298,6 +306,14 @@ class Daemon:
             try:
                 tasks = await table.pops()
             except (RedisError, OSError) as exc:
+                if _reply_lost(exc):
+                    worker.stats.interrupted_pops += 1
+                    log.error(
+                        "pop interrupted: if Redis ran it, up to pop_batch_size changes were lost with "
+                        "the reply (their state is in the table; reconcile recovers sets, not deletes)",
+                        db=worker.db_name, table=worker.table, pop_batch_size=table.pop_batch_size,
+                        error=str(exc),
+                    )
                 self._pop_failed(worker, exc)
                 await self._sleep(delay)
                 delay = min(delay * 2, _BACKOFF_MAX)
@@ -402,7 +418,7 @@ class Daemon:
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()
-        for db in self.connectors.values():
+        for db in (*self._pop_connectors.values(), *self.connectors.values()):
             await db.close()
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))

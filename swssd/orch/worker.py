@@ -51,7 +51,7 @@ Consumer = StateConsumer | QueueConsumer
 class TableStats:
     """Counters of one table, read by logs, the demo and the metrics."""
 
-    __slots__ = ("popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds")
+    __slots__ = ("popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds", "interrupted_pops")
 
     def __init__(self) -> None:
         self.popped = 0
@@ -63,6 +63,8 @@ class TableStats:
         self.dead_lettered = 0
         #: time spent in handlers, seconds
         self.handler_seconds = 0.0
+        #: pops whose connection dropped after they were sent (their changes may be lost)
+        self.interrupted_pops = 0
 
 
 class OrchRuntime:
@@ -107,7 +109,7 @@ class TableWorker:
         self.pending_limit = pending_limit
         self.resume_below = max(1, pending_limit // 2)
         self.stats = TableStats()
-        #: Retry-waiting tasks seen by the last pass (may overcount; only wakes the worker)
+        #: Retry-waiting tasks seen since the pass began (may overcount: it only wakes the worker)
         self.retry_waiting = 0
         self.in_flight = 0
         self._on_dead_letter = on_dead_letter
@@ -192,7 +194,7 @@ class TableWorker:
         batch = self.orch.handles_batches
         heads: list[Entry] = []
         self._next_at = None
-        waiting = 0
+        self.retry_waiting = 0
         again = False
         done = 0
         for key in self.pending.keys():
@@ -202,7 +204,7 @@ class TableWorker:
                     break
                 if not final and not self._eligible(entry, loop_time()):
                     self._runs_again_at(entry)
-                    waiting += entry.retry_epoch is not None
+                    self.retry_waiting += entry.retry_epoch is not None
                     break
                 self.pending.take(key)
                 if batch:
@@ -225,7 +227,6 @@ class TableWorker:
                 again |= key in self.pending
         if heads:
             again |= await self._run_batch(heads)
-        self.retry_waiting = waiting
         if self.consumer.paused and len(self.pending) < self.resume_below:
             self.consumer.paused = False
             self._log.info("table resumed", pending=len(self.pending))
@@ -303,6 +304,8 @@ class TableWorker:
             self._log.info("task waits", key=entry.task.key, op=entry.task.op, reason=exc.reason)
         entry.reason = exc.reason
         self.retry_waiting += 1
+        if epoch != self.runtime.epoch:
+            self._wakeup.set()  # new data arrived while it ran: run it again now
         self._runs_again_at(entry)
         self.pending.put_back(entry)
 

@@ -1,0 +1,64 @@
+"""`swssd demo` and `swssd run` without any Redis configured: both must work on a fresh machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon_harness import wait_until
+from swssd.dbconfig import DEFAULT_PATH
+from swssd.orch.config import DEFAULT_CONFIG
+
+CLI = [sys.executable, "-m", "swssd.cli"]
+
+
+def clean_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SWSSD_DB_CONFIG", None)
+    return env
+
+
+def test_help_lists_the_commands() -> None:
+    out = subprocess.run([*CLI, "--help"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert out.returncode == 0
+    assert "run" in out.stdout and "demo" in out.stdout and "exit status" in out.stdout
+
+
+def test_demo_shows_changes_flowing_and_exits_0() -> None:
+    out = subprocess.run([*CLI, "demo", "--seconds", "4"], capture_output=True, text=True, timeout=90, env=clean_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    err = out.stderr
+    assert "private redis-server" in err
+    assert "-> STATE_DB state=ok" in err  # ports mirrored
+    assert "installed" in err and "task waits" in err  # routes waited for their ports, then went in
+    totals = [line for line in err.splitlines() if "demo totals" in line]
+    assert totals and "handled=0" not in totals[0]
+
+
+@pytest.mark.skipif(
+    os.path.exists(DEFAULT_PATH) or os.path.exists(DEFAULT_CONFIG),
+    reason="this machine has a SONiC database_config.json or /etc/swssd config: run would use them",
+)
+def test_run_without_redis_configured_starts_a_private_one(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([*CLI, "run"], stdout=out, stderr=subprocess.STDOUT, env=clean_env())
+        try:
+            assert wait_until(lambda: " ready " in log.read_text() or proc.poll() is not None, 60), log.read_text()
+            assert proc.poll() is None, log.read_text()
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = log.read_text()
+    assert "no Redis configured: started a private redis-server" in text
+    assert "stopped" in text
+    # The temp dir of the private redis-server is gone.
+    socket_dir = text.split("(unix socket ")[1].split("/redis.sock")[0]
+    assert not Path(socket_dir).exists()
