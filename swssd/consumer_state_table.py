@@ -40,11 +40,25 @@ class ConsumerStateTable(ConsumerTableBase):
             [self.key_set, self.name + self.separator, self.del_set],
             [self.pop_batch_size, self.state_prefix],
         )
+        if not reply:
+            return []
+        make = _new_task
+        if not self.track_deletes:
+            return [make(entry[0], _pairs(entry[1])) for entry in reply]
         out: list[KeyOpFieldsValues] = []
-        for entry in reply or ():
-            key, flat = entry[0], entry[1]
-            fvs = list(zip(flat[::2], flat[1::2]))
-            if self.track_deletes and entry[2] and fvs:
-                out.append(KeyOpFieldsValues(key, DEL_COMMAND, []))
-            out.append(KeyOpFieldsValues(key, SET_COMMAND if fvs else DEL_COMMAND, fvs))
+        for key, flat, deleted in reply:
+            task = make(key, _pairs(flat))
+            if deleted and task.fvs:
+                out.append(make(key, []))
+            out.append(task)
         return out
+
+
+def _pairs(flat: list[str]) -> list[tuple[str, str]]:
+    it = iter(flat)
+    return list(zip(it, it))
+
+
+def _new_task(key: str, fvs: list[tuple[str, str]]) -> KeyOpFieldsValues:
+    """SET with fields, DEL without; tuple.__new__ skips NamedTuple's Python-level __new__ (hot path)."""
+    return tuple.__new__(KeyOpFieldsValues, (key, SET_COMMAND if fvs else DEL_COMMAND, fvs))

@@ -14,7 +14,8 @@ from redis.asyncio.connection import AbstractConnection
 _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
 
-def _pack(args: tuple[object, ...]) -> bytes:
+def pack_command(args: tuple[object, ...]) -> bytes:
+    """One command in RESP, packed by hiredis."""
     try:
         return hiredis.pack_command(args)
     except UnicodeEncodeError:
@@ -28,13 +29,13 @@ def _fast_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
     if cls is None:
         super_pack = base.pack_command
 
-        def pack_command(self: AbstractConnection, *args: object) -> list[bytes]:
+        def packed(self: AbstractConnection, *args: object) -> list[bytes]:
             first = args[0]
             if isinstance(first, (str, bytes)) and (" " in first if isinstance(first, str) else b" " in first):
                 return super_pack(self, *args)  # "CLIENT SETINFO"-style names are split by redis-py
-            return [_pack(args)]
+            return [pack_command(args)]
 
-        cls = type(f"HiredisPacked{base.__name__}", (base,), {"pack_command": pack_command})
+        cls = type(f"HiredisPacked{base.__name__}", (base,), {"pack_command": packed})
         _fast_classes[base] = cls
     return cls
 
