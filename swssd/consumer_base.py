@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 
 from .connector import DBConnector
@@ -15,22 +16,32 @@ class ConsumerTableBase(TableBase):
     Notifications are only wake-ups: a table is ready from the first PUBLISH (or from data found
     at start-up) until a pop returns less than a full batch with no notification arriving meanwhile.
     So a table is drained in full however few PUBLISHes announced it.
+
+    With `prefetch=True`, after a full batch the next pop is sent at once and runs in Redis while
+    the caller works on the batch it got (the C++ library pops strictly in turn). What such a
+    pop took out of Redis lives in this object until the next pops(): call settle() before
+    dropping a prefetching consumer.
     """
 
-    def __init__(self, db: DBConnector, name: str, pop_batch_size: int = 128, priority: int = 0) -> None:
+    def __init__(
+        self, db: DBConnector, name: str, pop_batch_size: int = 128, priority: int = 0, *, prefetch: bool = False
+    ) -> None:
         if pop_batch_size < 1:
             raise ValueError(f"pop_batch_size must be at least 1, not {pop_batch_size}")
         super().__init__(db, name)
         self.pop_batch_size = pop_batch_size
         self.priority = priority
+        self.prefetch = prefetch
         self._more = False
         self._notifications = 0
         self._buffer: deque[KeyOpFieldsValues] = deque()
+        self._inflight: asyncio.Task[list[KeyOpFieldsValues]] | None = None
+        self._inflight_seen = 0
 
     @property
     def ready(self) -> bool:
         """True while data may be waiting: notified, or the last pop was a full batch."""
-        return self._more or bool(self._buffer)
+        return self._more or bool(self._buffer) or self._inflight is not None
 
     def notify(self) -> None:
         """Mark the table as having data (a PUBLISH arrived, or a reconnect asks for a re-check)."""
@@ -43,10 +54,32 @@ class ConsumerTableBase(TableBase):
 
     async def pops(self) -> list[KeyOpFieldsValues]:
         """Pop up to pop_batch_size changes."""
-        seen = self._notifications
-        items = await self._pop_batch()
-        self._more = len(items) >= self.pop_batch_size or seen != self._notifications
+        if self._inflight is not None:
+            seen = self._inflight_seen
+            items = await self.settle()
+        else:
+            seen = self._notifications
+            items = await self._pop_batch()
+        full = len(items) >= self.pop_batch_size
+        self._more = full or seen != self._notifications
+        if full and self.prefetch:
+            self._inflight_seen = self._notifications
+            self._inflight = asyncio.ensure_future(self._pop_batch())
         return items
+
+    async def settle(self) -> list[KeyOpFieldsValues]:
+        """What a prefetched pop took out of Redis (empty when none is in flight).
+
+        Shielded: cancelling the caller leaves the pop running and its result for the next call.
+        """
+        task = self._inflight
+        if task is None:
+            return []
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done():  # a failed pop is raised once, not forever
+                self._inflight = None
 
     async def pop(self) -> KeyOpFieldsValues | None:
         """One change at a time, from a buffer refilled by pops(); None when nothing waits."""

@@ -27,8 +27,10 @@ class ConsumerStateTable(ConsumerTableBase):
         pop_batch_size: int = 128,
         priority: int = 0,
         track_deletes: bool = False,
+        *,
+        prefetch: bool = False,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority)
+        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
         self.track_deletes = track_deletes
 
     async def has_pending(self) -> bool:

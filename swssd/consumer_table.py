@@ -21,8 +21,10 @@ class ConsumerTable(ConsumerTableBase):
         pop_batch_size: int = 128,
         priority: int = 0,
         modify_redis: bool = True,
+        *,
+        prefetch: bool = False,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority)
+        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
         self.modify_redis = modify_redis
         self._prefix = ""
 
