@@ -113,7 +113,7 @@ HISTORY_COLUMNS = ["ts", "host", "db", "table", "key", "op", "fvs", "seq", "dead
 
 
 def _fields_text(fvs: list) -> str:  # type: ignore[type-arg]
-    return " ".join(f"{fv['field']}={fv['value']}" for fv in fvs or ())
+    return " ".join(f"{field}={value}" for field, value in fvs or ())
 
 
 def run_history(spark: SparkSession, args: argparse.Namespace) -> int:

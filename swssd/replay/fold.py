@@ -69,13 +69,11 @@ def select_events(
 def fold_state(events: DataFrame) -> DataFrame:
     """host, db, table, key, fields (map) of every entry that exists after the events."""
     live = events.where(~F.col("dead_letter"))
-    delete_row = F.array(
-        F.struct(F.lit(None).cast("string").alias("field"), F.lit(None).cast("string").alias("value"))
-    )
+    delete_row = F.array(F.array(F.lit(None).cast("string"), F.lit(None).cast("string")))
     items = F.when(F.col("op") == "DEL", delete_row).otherwise(F.col("fvs"))
     rows = live.select(*KEY_COLUMNS, "ord", F.posexplode(items).alias("pos", "fv"))
-    latest = rows.groupBy(*KEY_COLUMNS, F.col("fv.field").alias("field")).agg(
-        F.max(F.struct("ord", "pos", F.col("fv.value").alias("value"))).alias("last")
+    latest = rows.groupBy(*KEY_COLUMNS, F.col("fv")[0].alias("field")).agg(
+        F.max(F.struct("ord", "pos", F.col("fv")[1].alias("value"))).alias("last")
     )
     per_key = latest.groupBy(*KEY_COLUMNS).agg(
         F.max(F.when(F.col("field").isNull(), F.col("last.ord"))).alias("deleted_at"),

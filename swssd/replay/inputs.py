@@ -4,11 +4,13 @@ Every input line is classified by its first character: `{` is a swssd JSON recor
 else is read as swss.rec. A line becomes an event, a marker (swss.rec's `recording started`),
 blank, or a reject with a reason; nothing is dropped without being counted.
 
-Order. Events sort by `ord` = (ts, rotation rank, source, block, line): equal timestamps keep
-their order in the file (`block` is the byte offset of the split Spark read, `line` increases
-within a split), and a rotated file counts as older than a less rotated one with the same
-timestamp (`swss.rec.2.gz` < `swss.rec.1` < `swss.rec`), the rotation index being the
-`.N` / `.N.gz` suffix of the file name.
+Order. Events sort by `ord` = (ts, rotation, file, block, line): equal timestamps keep their
+order in the file (`block` is the byte offset of the split Spark read, `line` increases within a
+split), and a rotated file counts as older than a less rotated one with the same timestamp
+(`swss.rec.2.gz` < `swss.rec.1` < `swss.rec`), the rotation index being the `.N` / `.N.gz`
+suffix of the file name. Two different files with the same rotation index and the same
+timestamp (one host's captures in two places) are ordered by a hash of their paths: arbitrary,
+but the same in every run.
 
 Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the first group of
 `host_pattern` matched against the file's path, by default the name of its parent directory
@@ -70,6 +72,7 @@ EVENT_COLUMNS = [
     "host", "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason",
     "source", "ord",
 ]
+"""`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture."""
 REJECT_COLUMNS = ["source", "reason", "value"]
 
 
@@ -102,21 +105,45 @@ class Inputs:
         return {k: int(v or 0) for k, v in self.observation.get.items()}
 
 
-def _fvs_struct(field: Column, value: Column) -> Column:
-    return F.struct(field.alias("field"), value.alias("value"))
-
-
-def _json_columns(value: Column) -> dict[str, Column]:
-    j = F.from_json(value, JSON_SCHEMA)
-    bad_pair = F.exists(
-        F.coalesce(j["fvs"], F.array()),
-        lambda p: (F.size(p) != 2) | F.try_element_at(p, F.lit(1)).isNull()
-        | F.try_element_at(p, F.lit(2)).isNull(),
+def _parse_once(raw: DataFrame) -> DataFrame:
+    """The expensive parses, each in its own projection so that Spark computes them once per
+    line (a from_json or split used in several columns would otherwise be inlined into each)."""
+    value = F.col("value")
+    is_json = value.startswith("{")
+    s1 = raw.select(
+        "*",
+        is_json.alias("is_json"),
+        F.when(is_json, F.from_json(value, JSON_SCHEMA)).alias("j"),
+        F.when(~is_json, F.split(F.substring(value, 28, 1 << 30), _OP_SPLIT, 2)).alias("parts"),
     )
-    ts = F.try_to_timestamp(j["ts"])
+    s2 = s1.select(
+        "*",
+        F.try_to_timestamp(F.col("j.ts")).alias("j_ts"),
+        F.try_element_at("parts", F.lit(1)).alias("table_key"),
+        # "SET|f:v|..." or "DEL"; null without an op token
+        F.try_element_at("parts", F.lit(2)).alias("tail"),
+    )
+    fields_text = F.substring("tail", 5, 1 << 30)
+    return s2.select(
+        "*",
+        F.regexp_extract("table_key", r"^([^:|]+)[:|]", 1).alias("rec_table"),
+        F.when(fields_text == "", F.array().cast("array<string>"))
+        .otherwise(F.split(fields_text, _FIELD_SPLIT))
+        .alias("tokens"),
+        F.when(
+            ~F.col("is_json"), F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))
+        ).alias("local_ts"),
+    )
+
+
+def _json_columns() -> dict[str, Column]:
+    j = F.col("j")
+    pairs = F.coalesce(j["fvs"], F.array().cast("array<array<string>>"))
+    # every pair has two non-null strings: flattened and without nulls, twice as many items
+    bad_pair = F.size(F.array_compact(F.flatten(pairs))) != 2 * F.size(pairs)
     reason = (
         F.when(j.isNull() | (j["ts"].isNull() & j["key"].isNull() & j["op"].isNull()), "malformed JSON")
-        .when(ts.isNull(), "bad or missing ts")
+        .when(F.col("j_ts").isNull(), "bad or missing ts")
         .when(j["db"].isNull() | j["table"].isNull() | j["key"].isNull(), "missing db, table or key")
         .when(~j["op"].isin("SET", "DEL"), "op is neither SET nor DEL")
         .when(j["fvs"].isNull() & (j["op"] == "SET"), "SET without fvs")
@@ -129,33 +156,28 @@ def _json_columns(value: Column) -> dict[str, Column]:
         "table": j["table"],
         "key": j["key"],
         "op": j["op"],
-        "fvs": F.transform(F.coalesce(j["fvs"], F.array()), lambda p: _fvs_struct(F.try_element_at(p, F.lit(1)), F.try_element_at(p, F.lit(2)))),
-        "ts": ts,
+        "fvs": pairs,
+        "ts": F.col("j_ts"),
         "seq": j["seq"],
         "dead_letter": F.coalesce(j["dead_letter"], F.lit(False)),
         "dl_reason": j["reason"],
     }
 
 
-def _rec_columns(value: Column, tz: str, rec_db: str | None) -> dict[str, Column]:
-    has_ts = value.rlike(_REC_TS)
-    body = F.substring(value, 28, 1 << 30)
-    parts = F.split(body, _OP_SPLIT, 2)
-    table_key = F.try_element_at(parts, F.lit(1))
-    tail = F.try_element_at(parts, F.lit(2))  # "SET|f:v|..." or "DEL"; null without an op token
-    table = F.regexp_extract(table_key, r"^([^:|]+)[:|]", 1)
-    separator = F.substring(table_key, F.length(table) + 1, 1)
-    fields_text = F.substring(tail, 5, 1 << 30)
-    tokens = F.when(fields_text == "", F.array().cast("array<string>")).otherwise(
-        F.split(fields_text, _FIELD_SPLIT)
+def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
+    value, table_key, tail, table, tokens = (
+        F.col(c) for c in ("value", "table_key", "tail", "rec_table", "tokens")
     )
-    local_ts = F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))
+    separator = F.substring(table_key, F.length(table) + 1, 1)
     reason = (
-        F.when(~has_ts, "no swss.rec timestamp")
-        .when(local_ts.isNull(), "bad timestamp")
+        F.when(~value.rlike(_REC_TS), "no swss.rec timestamp")
+        .when(F.col("local_ts").isNull(), "bad timestamp")
         .when(tail.isNull(), "no SET/DEL op token")
         .when(table == "", "no TABLE<sep>key before the op")
-        .when((F.size(tokens) > 0) & (F.instr(F.try_element_at(tokens, F.lit(1)), ":") == 0), "field without ':'")
+        .when(
+            (F.size(tokens) > 0) & (F.instr(F.try_element_at(tokens, F.lit(1)), ":") == 0),
+            "field without ':'",
+        )
     )
     db = F.lit(rec_db) if rec_db else F.when(separator == "|", "CONFIG_DB").otherwise("APPL_DB")
     return {
@@ -167,11 +189,9 @@ def _rec_columns(value: Column, tz: str, rec_db: str | None) -> dict[str, Column
         "op": F.substring_index(tail, "|", 1),
         "fvs": F.transform(
             tokens,
-            lambda t: _fvs_struct(
-                F.substring_index(t, ":", 1), F.substring(t, F.instr(t, ":") + 1, 1 << 30)
-            ),
+            lambda t: F.array(F.substring_index(t, ":", 1), F.substring(t, F.instr(t, ":") + 1, 1 << 30)),
         ),
-        "ts": F.to_utc_timestamp(local_ts, tz),
+        "ts": F.to_utc_timestamp("local_ts", tz),
         "seq": F.lit(None).cast("long"),
         "dead_letter": F.lit(False),
         "dl_reason": F.lit(None).cast("string"),
@@ -191,16 +211,15 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
 
 def load(spark: SparkSession, opts: InputOptions) -> Inputs:
     """Classify and parse every line of the inputs; counts are observed by the first action."""
-    raw = read_lines(spark, opts.paths)
-    value = F.col("value")
-    is_json = value.startswith("{")
-    is_blank = F.trim(value) == ""
+    base = _parse_once(read_lines(spark, opts.paths))
+    value, is_json = F.col("value"), F.col("is_json")
+    is_blank = value.rlike(r"^\s*$")
     is_marker = value.rlike(_REC_TS + REC_MARKER + "$")
 
-    jc = _json_columns(value)
-    rc = _rec_columns(value, opts.timezone, opts.rec_db)
-    parsed = raw.select(
-        "*",
+    jc = _json_columns()
+    rc = _rec_columns(opts.timezone, opts.rec_db)
+    parsed = base.select(
+        "value", "source", "file_name", "block", "line", "is_json",
         *[F.when(is_json, jc[name]).otherwise(rc[name]).alias(name) for name in jc],
     )
     kind = (
@@ -209,9 +228,10 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         .when(F.col("reason").isNotNull(), "reject")
         .otherwise("event")
     )
-    rotation = F.coalesce(
-        F.expr(r"try_cast(regexp_extract(file_name, '\\.([0-9]+)(\\.gz)?$', 1) as int)"), F.lit(0)
-    )
+    # the N of name.N or name.N.gz, without a regular expression per line
+    last = F.substring_index("file_name", ".", -1)
+    number = F.when(last == "gz", F.substring_index(F.substring_index("file_name", ".", -2), ".", 1)).otherwise(last)
+    rotation = F.when(number.rlike("^[0-9]{1,9}$"), number.cast("int")).otherwise(0)
     path_host = F.regexp_extract("source", opts.host_pattern, 1)
     host = (
         F.lit(opts.host)
@@ -226,7 +246,7 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         F.struct(
             F.col("ts").alias("ts"),
             (-rotation).alias("rotation"),
-            F.col("source").alias("source"),
+            F.xxhash64("source").alias("file"),
             F.col("block").alias("block"),
             F.col("line").alias("line"),
         ).alias("ord"),
