@@ -79,6 +79,8 @@ class DaemonProcess:
         )
 
     def logs(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
         out = []
         for line in self.log_path.read_text(errors="replace").splitlines():
             try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_harness import DaemonProcess, State, check_values_advance, fold, read_records, write_config
+from daemon_harness import DaemonProcess, State, check_values_advance, fold, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable, ProducerTable
 from swssd.embedded_redis import EmbeddedRedis
 
@@ -455,3 +455,32 @@ tables = [{{table = "B"}}]
     assert code == 3
     assert "swssd: error: plugin 'asic': start() failed: RuntimeError: cannot reach the ASIC" in err
     assert '"event": "ready"' not in err
+
+
+async def test_sighup_reopens_the_log_and_a_second_sigterm_forces_exit(
+    clean_redis: EmbeddedRedis, appl: DBConnector, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "swssd.log"
+    config = {
+        "logging": {"format": "json", "level": "info", "file": str(log_file)},
+        "daemon": {"shutdown_timeout": 60.0},
+        "orchs": [{**recording(tmp_path / "r.jsonl", [{"db": "APPL_DB", "table": "HUP"}], plugin="orch_plugins:TroubleOrch"),
+                   "retry": {"handler_timeout": 120.0}}],
+    }
+    daemon = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "stderr")
+    daemon.log_path = log_file
+    try:
+        daemon.wait_ready()
+        log_file.rename(tmp_path / "swssd.log.1")  # what logrotate does
+        daemon.signal(signal.SIGHUP)
+        assert wait_until(lambda: log_file.exists() and "reopened log and capture files" in log_file.read_text(), 20)
+        await ProducerStateTable(appl, "HUP").set("hang1", [("f", "v")])  # a handler that never returns
+        await asyncio.sleep(0.5)
+        daemon.signal(signal.SIGTERM)
+        daemon.wait_for_log("stopping")
+        assert daemon.proc.poll() is None  # waiting for the hanging handler (shutdown_timeout 60 s)
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(20) == 1
+        assert daemon.events("forced exit")
+    finally:
+        daemon.kill()

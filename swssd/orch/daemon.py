@@ -9,6 +9,7 @@ its own task, so neither a slow handler nor a busy loop keeps notifications from
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import time
 from collections.abc import Coroutine
@@ -189,6 +190,10 @@ class Daemon:
                 await self._add_table(rt, t.db, t.table, t.kind, t.pop_batch_size, t.priority,
                                       t.reconcile, t.pending_limit or config.daemon.pending_limit)
         await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers))
+        # What start-up built lives as long as the daemon: keep the cyclic GC from scanning it
+        # again and again while tasks stream through (BENCHMARKS.md, table library findings).
+        gc.collect()
+        gc.freeze()
         self.ready.set()
         log.info(
             "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),

@@ -69,6 +69,14 @@ class PendingMap:
         """A snapshot of the keys with pending tasks, oldest first."""
         return list(self._keys)
 
+    def snapshot(self) -> list[tuple[str, list[Entry]]]:
+        """The keys with their pending lists, oldest key first. A list stays the key's own while
+        the key has tasks; once emptied by take() it is dropped and new data starts a new one."""
+        return list(self._keys.items())
+
+    def entries_of(self, key: str) -> list[Entry]:
+        return self._keys.get(key, [])
+
     def head(self, key: str) -> Entry | None:
         """The task of `key` that runs next (a DEL before a SET)."""
         entries = self._keys.get(key)

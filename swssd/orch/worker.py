@@ -24,7 +24,7 @@ from .pending import Entry, PendingMap
 log = structlog.get_logger("swssd.daemon")
 
 #: Handled tasks between two yields to the event loop, so pops and other tables keep going.
-_YIELD_EVERY = 64
+_YIELD_EVERY = 32
 
 
 class _Pausable:
@@ -89,7 +89,12 @@ DeadLetterHook = Callable[["TableWorker", KeyOpFieldsValues, str], None]
 
 
 class TableWorker:
-    """Pending map, handler task, retry/backoff/dead-letter policy and counters of one table."""
+    """Pending map, handler task, retry/backoff/dead-letter policy and counters of one table.
+
+    Handler time-outs use one watchdog timer per worker, armed when a handler starts and none is
+    armed: a handler that runs past handler_timeout has its task cancelled at its current await,
+    which the worker turns into a failure. Cheaper per task than a timeout context each time.
+    """
 
     def __init__(
         self,
@@ -119,6 +124,13 @@ class TableWorker:
         #: the soonest loop time a task of this pass may run again
         self._next_at: float | None = None
         self._task: asyncio.Task[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        # the watchdog: when the running handler started, which call it is, the armed timer,
+        # and the call the watchdog cancelled
+        self._started: float | None = None
+        self._call = 0
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._timed_out_call = 0
         self._log = log.bind(orch=self.orch.name, db=db_name, table=self.table)
         runtime.workers.append(self)
 
@@ -161,128 +173,161 @@ class TableWorker:
             self._task.cancel()
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            self._wakeup.clear()
-            if self._closing:
-                while await self._pass(final=True) == 0.0:
-                    pass  # a batch left SETs behind the DELs it handled
-                return
-            next_at = await self._pass()
-            if self._wakeup.is_set() or self._closing:
-                continue
-            delay = None if next_at is None else next_at - loop.time()
-            if delay is not None and delay <= 0:
-                continue
-            try:
-                async with asyncio.timeout(delay):
-                    await self._wakeup.wait()
-            except TimeoutError:
-                pass
+        try:
+            while True:
+                self._wakeup.clear()
+                if self._closing:
+                    while await self._pass(final=True) == 0.0:
+                        pass  # a batch left SETs behind the DELs it handled
+                    return
+                next_at = await self._pass()
+                if self._wakeup.is_set() or self._closing:
+                    continue
+                delay = None if next_at is None else next_at - self._loop.time()
+                if delay is not None and delay <= 0:
+                    continue
+                try:
+                    async with asyncio.timeout(delay):
+                        await self._wakeup.wait()
+                except TimeoutError:
+                    pass
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
 
     # -- one pass over the pending map --------------------------------------------------
-
-    def _eligible(self, entry: Entry, now: float) -> bool:
-        if entry.not_before <= now:
-            return True
-        return entry.retry_epoch is not None and entry.retry_epoch != self.runtime.epoch
 
     async def _pass(self, final: bool = False) -> float | None:
         """Run each key's next task if it may run now. Returns when to look again: a loop time,
         0.0 for at once (a key has another task ready), None when nothing is pending."""
-        loop_time = asyncio.get_running_loop().time
+        time = self._loop.time
+        pending = self.pending
         batch = self.orch.handles_batches
         heads: list[Entry] = []
         self._next_at = None
         self.retry_waiting = 0
         again = False
         done = 0
-        for key in self.pending.keys():
+        for key, entries in pending.snapshot():
             for _ in range(2):  # a DEL, then the SET pending behind it
-                entry = self.pending.head(key)
-                if entry is None:
+                if not entries:
                     break
-                if not final and not self._eligible(entry, loop_time()):
+                entry = entries[0]
+                if not final and entry.not_before > time() and (
+                    entry.retry_epoch is None or entry.retry_epoch == self.runtime.epoch
+                ):
                     self._runs_again_at(entry)
                     self.retry_waiting += entry.retry_epoch is not None
                     break
-                self.pending.take(key)
+                pending.take(key)
                 if batch:
                     heads.append(entry)
                     if len(heads) >= self.orch.batch_size:
                         again |= await self._run_batch(heads)
                         heads = []
                     break
-                self.in_flight = 1
-                try:
-                    ok = await self._run_one(entry)
-                finally:
-                    self.in_flight = 0
+                ok = await self._run_one(entry)
                 done += 1
                 if done % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)
                 if not ok:
                     break
+                entries = pending.entries_of(key)
             else:
-                again |= key in self.pending
+                again |= key in pending
         if heads:
             again |= await self._run_batch(heads)
-        if self.consumer.paused and len(self.pending) < self.resume_below:
+        if self.consumer.paused and len(pending) < self.resume_below:
             self.consumer.paused = False
-            self._log.info("table resumed", pending=len(self.pending))
+            self._log.info("table resumed", pending=len(pending))
             self._on_resume()
         if again:
             return 0.0
-        return self._next_at if self.pending else None
+        return self._next_at if pending else None
 
     def _runs_again_at(self, entry: Entry) -> None:
         if self._next_at is None or entry.not_before < self._next_at:
             self._next_at = entry.not_before
 
+    # -- running handlers under the watchdog --------------------------------------------
+
+    def _begin(self, tasks: int) -> int:
+        self.in_flight = tasks
+        self._call += 1
+        self._started = self._loop.time()
+        if self._watchdog is None:
+            self._watchdog = self._loop.call_at(self._started + self.runtime.retry.handler_timeout, self._check)
+        return self._call
+
+    def _end(self) -> None:
+        self.in_flight = 0
+        if self._started is not None:
+            self.stats.handler_seconds += self._loop.time() - self._started
+        self._started = None
+
+    def _check(self) -> None:
+        """The watchdog fired: cancel the running handler if it is over time, else re-arm."""
+        self._watchdog = None
+        if self._started is None or self._task is None:
+            return
+        deadline = self._started + self.runtime.retry.handler_timeout
+        if self._loop.time() >= deadline:
+            self._timed_out_call = self._call
+            self._task.cancel()
+        else:
+            self._watchdog = self._loop.call_at(deadline, self._check)
+
+    def _timed_out(self, call: int) -> bool:
+        """After a CancelledError: whether the watchdog caused it (then the cancel is taken back)."""
+        if self._timed_out_call != call or self._task is None:
+            return False
+        self._timed_out_call = 0
+        self._task.uncancel()
+        return True
+
     async def _run_one(self, entry: Entry) -> bool:
         """Handle one task; True when it is done."""
-        loop = asyncio.get_running_loop()
         epoch = self.runtime.epoch
-        started = loop.time()
-        timeout = asyncio.timeout(self.runtime.retry.handler_timeout)
+        call = self._begin(1)
         try:
-            async with timeout:
-                await self.orch.handle(self.table, entry.task)
+            await self.orch.handle(self.table, entry.task)
         except Retry as exc:
             self._retry(entry, exc, epoch)
             return False
         except asyncio.CancelledError:
-            self.pending.put_back(entry)  # forced shutdown: count it as left pending
-            raise
+            if not self._timed_out(call):
+                self.pending.put_back(entry)  # shutting down: count it as left pending
+                raise
+            self._fail(entry, _TimedOut(self.runtime.retry.handler_timeout), timed_out=True)
+            return False
         except Exception as exc:  # noqa: BLE001 - a plugin's failure must not end the daemon
-            self._fail(entry, exc, timed_out=timeout.expired())
+            self._fail(entry, exc, timed_out=False)
             return False
         finally:
-            self.stats.handler_seconds += loop.time() - started
+            self._end()
         self.stats.handled += 1
         return True
 
     async def _run_batch(self, entries: list[Entry]) -> bool:
         """Handle many tasks in one handle_batch() call; True when a key has another task ready."""
-        loop = asyncio.get_running_loop()
         epoch = self.runtime.epoch
-        started = loop.time()
-        timeout = asyncio.timeout(self.runtime.retry.handler_timeout)
-        self.in_flight = len(entries)
+        call = self._begin(len(entries))
         outcomes: list[BaseException | None]
         try:
-            async with timeout:
-                result = await self.orch.handle_batch(self.table, [e.task for e in entries])
+            result = await self.orch.handle_batch(self.table, [e.task for e in entries])
             outcomes = [None] * len(entries) if result is None else list(result)
             if len(outcomes) != len(entries):
                 raise ValueError(f"handle_batch returned {len(outcomes)} outcomes for {len(entries)} tasks")
+        except asyncio.CancelledError:
+            if not self._timed_out(call):
+                for entry in entries:
+                    self.pending.put_back(entry)
+                raise
+            outcomes = [_TimedOut(self.runtime.retry.handler_timeout)] * len(entries)
         except Exception as exc:  # noqa: BLE001 - applies to the whole batch
-            if isinstance(exc, TimeoutError) and timeout.expired():
-                exc = _TimedOut(self.runtime.retry.handler_timeout)
             outcomes = [exc] * len(entries)
         finally:
-            self.in_flight = 0
-            self.stats.handler_seconds += loop.time() - started
+            self._end()
         again = False
         for entry, outcome in zip(entries, outcomes):
             if outcome is None:
@@ -299,7 +344,7 @@ class TableWorker:
     def _retry(self, entry: Entry, exc: Retry, epoch: int) -> None:
         self.stats.retried += 1
         entry.retry_epoch = epoch
-        entry.not_before = asyncio.get_running_loop().time() + self.runtime.retry.retry_interval
+        entry.not_before = self._loop.time() + self.runtime.retry.retry_interval
         if entry.reason != exc.reason:
             self._log.info("task waits", key=entry.task.key, op=entry.task.op, reason=exc.reason)
         entry.reason = exc.reason
@@ -314,12 +359,8 @@ class TableWorker:
         self.stats.failed += 1
         entry.attempts += 1
         task = entry.task
-        if timed_out:
-            reason = f"handler timed out after {retry.handler_timeout:g}s"
-            exc_info: BaseException | bool = False
-        else:
-            reason = f"{type(exc).__name__}: {exc}"
-            exc_info = exc
+        reason = str(exc) if timed_out else f"{type(exc).__name__}: {exc}"
+        exc_info: BaseException | bool = False if timed_out else exc
         if entry.attempts >= retry.max_attempts:
             self.stats.dead_lettered += 1
             self._log.error(
@@ -330,7 +371,7 @@ class TableWorker:
             return
         delay = min(retry.backoff_max, retry.backoff_initial * 2 ** (entry.attempts - 1))
         delay *= random.uniform(0.5, 1.0)
-        entry.not_before = asyncio.get_running_loop().time() + delay
+        entry.not_before = self._loop.time() + delay
         entry.retry_epoch = None
         entry.reason = reason
         self._log.warning(
