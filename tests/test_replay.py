@@ -199,6 +199,11 @@ def test_bad_inputs_are_reported_not_raised(rec_dir: Path, tmp_path: Path, spark
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert run("state", str(tmp_path / "nothing-here*"), "--output", str(tmp_path / "o")) == 2
     assert "swssd replay:" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert run("state", str(empty), "--output", str(tmp_path / "o")) == 0
+    assert "read 0 lines" in capsys.readouterr().out
+    assert spark.read.parquet(str(tmp_path / "o" / "state")).count() == 0
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(bad), "--output", str(tmp_path / "o")) == 2

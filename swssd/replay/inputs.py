@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -74,6 +75,7 @@ EVENT_COLUMNS = [
 ]
 """`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture."""
 REJECT_COLUMNS = ["source", "reason", "value"]
+COUNTS = ["lines", "events", "markers", "blank", "rejects"]
 
 
 @dataclass
@@ -102,7 +104,12 @@ class Inputs:
 
     def counts(self) -> dict[str, int]:
         """lines, events, markers, blank, rejects: available once an action has run."""
-        return {k: int(v or 0) for k, v in self.observation.get.items()}
+        try:
+            observed = self.observation.get
+        except Py4JJavaError:
+            # Inputs without a single line give Spark no partition to observe: no metrics row.
+            observed = {}
+        return {k: int(observed.get(k) or 0) for k in COUNTS}
 
 
 def _parse_once(raw: DataFrame) -> DataFrame:
@@ -230,7 +237,8 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
     )
     # the N of name.N or name.N.gz, without a regular expression per line
     last = F.substring_index("file_name", ".", -1)
-    number = F.when(last == "gz", F.substring_index(F.substring_index("file_name", ".", -2), ".", 1)).otherwise(last)
+    before_gz = F.substring_index(F.substring_index("file_name", ".", -2), ".", 1)
+    number = F.when(last == "gz", before_gz).otherwise(last)
     rotation = F.when(number.rlike("^[0-9]{1,9}$"), number.cast("int")).otherwise(0)
     path_host = F.regexp_extract("source", opts.host_pattern, 1)
     host = (
@@ -252,13 +260,13 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         ).alias("ord"),
     )
     observation = Observation("replay_inputs")
-    n = lambda k: F.sum(F.when(F.col("kind") == k, 1).otherwise(0))  # noqa: E731
     lines = lines.observe(
         observation,
         F.count(F.lit(1)).alias("lines"),
-        n("event").alias("events"),
-        n("marker").alias("markers"),
-        n("blank").alias("blank"),
-        n("reject").alias("rejects"),
+        *(
+            F.sum(F.when(F.col("kind") == kind_name, 1).otherwise(0)).alias(count_name)
+            for kind_name, count_name in
+            (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
+        ),
     )
     return Inputs(lines, observation)
