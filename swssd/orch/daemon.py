@@ -1,9 +1,10 @@
 """The daemon: connectors, plugins and consumers from the config, then one loop of
 select -> pops -> the table's worker, until a signal stops it.
 
-Only this loop pops, one table at a time, so a pop is never cancelled half way (its data would be
-gone from Redis and not in memory). Handlers run in the workers' tasks, and Select reads pub/sub in
-its own task, so neither a slow handler nor a busy loop keeps notifications from being read.
+Only this loop pops, and a pop is never cancelled half way (its data would be gone from Redis and
+not in memory): after a full batch the next pop of that table runs ahead in Redis (prefetch) and is
+settled, never dropped, at shutdown. Handlers run in the workers' tasks, and Select reads pub/sub
+in its own task, so neither a slow handler nor a busy loop keeps notifications from being read.
 """
 
 from __future__ import annotations
@@ -300,7 +301,6 @@ class Daemon:
 
     async def _consume(self) -> None:
         select = self.select
-        capture = self.capture
         delay = _BACKOFF_MIN
         while not self._stop.is_set():
             self._kick.clear()
@@ -326,11 +326,27 @@ class Daemon:
             if self._pop_error is not None:
                 self._redis_back()
             delay = _BACKOFF_MIN
-            if tasks:
-                if capture is not None:
-                    capture.record(worker.db_name, worker.table, table.separator, tasks)
-                worker.accept(tasks)
-                worker.runtime.new_data()
+            self._deliver(worker, tasks)
+
+    def _deliver(self, worker: TableWorker, tasks: list[KeyOpFieldsValues]) -> None:
+        """Capture popped tasks, then hand them to the table's worker."""
+        if tasks:
+            if self.capture is not None:
+                self.capture.record(worker.db_name, worker.table, worker.consumer.separator, tasks)
+            worker.accept(tasks)
+            worker.runtime.new_data()
+
+    async def _settle_prefetched(self, timeout: float) -> None:
+        """At shutdown: a pop already running in Redis took its changes out; hand them over."""
+        for worker in self.workers:
+            try:
+                self._deliver(worker, await asyncio.wait_for(worker.consumer.settle(), timeout))
+            except TimeoutError:
+                log.error("prefetched pop did not finish at shutdown", db=worker.db_name, table=worker.table)
+            except (RedisError, OSError) as exc:
+                if _reply_lost(exc):
+                    worker.stats.interrupted_pops += 1
+                log.error("prefetched pop failed at shutdown", db=worker.db_name, table=worker.table, error=str(exc))
 
     async def _wait_ready(self) -> ConsumerTableBase | None:
         """Wait for a ready table, or for a kick (stop, or a paused table resumed)."""
@@ -399,6 +415,8 @@ class Daemon:
         Returns whether the exit was forced."""
         self._stop.set()
         deadline = asyncio.get_running_loop().time() + self.config.daemon.shutdown_timeout
+        if not self._force.is_set():
+            await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)
         tasks = [t for t in (w.finish() for w in self.workers) if t is not None]
         if tasks:
             finished = asyncio.ensure_future(asyncio.wait(tasks, timeout=self.config.daemon.shutdown_timeout))

@@ -388,8 +388,9 @@ class _TimedOut(Exception):
 
 
 def make_consumer(db: DBConnector, table: str, kind: str, pop_batch_size: int, priority: int) -> Consumer:
-    """The consumer of one configured table; state tables report delete-then-set exactly, so a
-    capture replays exactly and the pending map sees what really happened."""
+    """The consumer of one configured table. State tables report delete-then-set exactly, so a
+    capture replays exactly and the pending map sees what really happened. After a full batch the
+    next pop runs in Redis while the daemon handles this one (prefetch); shutdown settles it."""
     if kind == "state":
-        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True)
-    return QueueConsumer(db, table, pop_batch_size, priority)
+        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True)
+    return QueueConsumer(db, table, pop_batch_size, priority, prefetch=True)
