@@ -427,7 +427,8 @@ class Daemon:
                 log.warning("shutdown timeout: cancelling handlers", timeout=self.config.daemon.shutdown_timeout)
             for w in self.workers:
                 w.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # A handler may swallow the cancellation; do not wait on it forever.
+            await asyncio.wait(tasks, timeout=_STOP_HOOK_TIMEOUT)
             finished.cancel()
         for rt in reversed(self._started):
             budget = max(0.1, min(_STOP_HOOK_TIMEOUT, deadline - asyncio.get_running_loop().time()))
@@ -437,7 +438,7 @@ class Daemon:
                 log.exception("plugin stop() failed", orch=rt.orch.name)
         left = self.pending_count
         if left:
-            log.warning("stopped with tasks not handled; state tables keep them in Redis for reconcile", tasks=left)
+            log.warning("stopped with tasks not handled (a state table keeps their entries: reconcile = true hands them over again)", tasks=left)
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()
