@@ -438,7 +438,10 @@ class Daemon:
                 log.exception("plugin stop() failed", orch=rt.orch.name)
         left = self.pending_count
         if left:
-            log.warning("stopped with tasks not handled (a state table keeps their entries: reconcile = true hands them over again)", tasks=left)
+            log.warning(
+                "stopped with tasks not handled (a state table keeps their entries: "
+                "reconcile = true hands them over again)", tasks=left,
+            )
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()
