@@ -142,15 +142,32 @@ class DBConnector:
                 await self.redis.execute_command("SCRIPT", "LOAD", script.source)
                 self._loaded.add(script.sha)
 
-    async def evalsha(self, script: Script, keys: Sequence[str | int], args: Sequence[str | int]) -> Any:
-        """EVALSHA `script`; on NOSCRIPT reload it and retry once."""
+    async def evalsha(
+        self, script: Script, keys: Sequence[str | int], args: Sequence[str | int], *, resend: bool = True
+    ) -> Any:
+        """EVALSHA `script`; on NOSCRIPT reload it and retry once.
+
+        `resend=False` is for scripts whose effect must not happen twice (pops, enqueue): a
+        connection lost after sending is raised to the caller, never silently sent again, since
+        Redis may have run the script and its reply (a popped batch) is gone.
+        """
         await self.load_scripts((script,))
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        if not resend:
+            reply = (await self._send_all((command,)))[0]
+            if isinstance(reply, NoScriptError):
+                self._loaded.clear()
+                await self.load_scripts((script,))
+                reply = (await self._send_all((command,)))[0]
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
         try:
-            return await self.redis.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await self.redis.execute_command(*command)
         except NoScriptError:
             self._loaded.clear()
             await self.load_scripts((script,))
-            return await self.redis.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await self.redis.execute_command(*command)
 
     async def evalsha_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Send many EVALSHAs in one pipeline, in order.

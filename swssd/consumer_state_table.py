@@ -41,6 +41,7 @@ class ConsumerStateTable(ConsumerTableBase):
             CST_POPS_TRACKED if self.track_deletes else CST_POPS,
             [self.key_set, self.name + self.separator, self.del_set],
             [self.pop_batch_size, self.state_prefix],
+            resend=False,
         )
         if not reply:
             return []

@@ -45,6 +45,7 @@ class ConsumerTable(ConsumerTableBase):
             CT_POPS,
             [self.op_queue, self._prefix + self.name],
             [self.pop_batch_size, 1 if self.modify_redis else 0],
+            resend=False,
         )
         return [
             KeyOpFieldsValues(item[0], item[1], list(zip(item[2::2], item[3::2])))

@@ -63,7 +63,10 @@ class EmbeddedRedis:
             "--daemonize", "no", "--loglevel", "warning", "--databases", "16",
             *self.extra_args,
         ]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Own session: a Ctrl-C meant for the daemon must not stop Redis under its shutdown.
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

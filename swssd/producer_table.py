@@ -42,4 +42,4 @@ class ProducerTable(TableBase):
         if self.buffered:
             self._queued.append(call)
         else:
-            await self.db.evalsha(*call)
+            await self.db.evalsha(*call, resend=False)  # a resent LPUSH would enqueue twice

@@ -25,6 +25,8 @@ def pack_command(args: tuple[object, ...]) -> bytes:
 
 
 def _fast_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    if base in _fast_classes.values():
+        return base  # already packing with hiredis (a client made from another's pool)
     cls = _fast_classes.get(base)
     if cls is None:
         super_pack = base.pack_command

@@ -18,8 +18,6 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
-from redis.asyncio.retry import Retry as RedisRetry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -64,8 +62,6 @@ class Daemon:
         self.runtimes: list[OrchRuntime] = []
         self.workers: list[TableWorker] = []
         self.connectors: dict[str, DBConnector] = {}
-        #: per database, the connector the consume loop pops with: no silent retry (see _reply_lost)
-        self._pop_connectors: dict[str, DBConnector] = {}
         self.capture: CaptureWriter | None = None
         #: called with (worker, task, reason) for every dead-lettered task
         self.dead_letter_hooks: list[DeadLetterHook] = []
@@ -272,13 +268,8 @@ class Daemon:
         priority: int, reconcile: bool, pending_limit: int,
     ) -> None:
         db = self.connectors[db_name]
-        pop_db = self._pop_connectors.get(db_name)
-        if pop_db is None:
-            client = db.new_client(retry=RedisRetry(NoBackoff(), 0))
-            pop_db = self._pop_connectors[db_name] = DBConnector(
-                client, db_id=db.db_id, separator=db.separator, name=db_name
-            )
-        consumer = make_consumer(pop_db, table, kind, pop_batch_size, priority)
+        # The library's pops never resend on a lost connection, so a lost reply is seen (_reply_lost).
+        consumer = make_consumer(db, table, kind, pop_batch_size, priority)
         worker = TableWorker(rt, consumer, db_name, pending_limit, self._dead_letter, self._kick.set)
         if reconcile:
             existing = await Table(db, table).dump()
@@ -445,7 +436,7 @@ class Daemon:
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()
-        for db in (*self._pop_connectors.values(), *self.connectors.values()):
+        for db in self.connectors.values():
             await db.close()
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
