@@ -1,50 +1,104 @@
-"""The daemon's figures in Prometheus form: per table popped/handled/retried/failed/dead-lettered,
-pending and handler latency; per connection reconnects; event-loop lag and Redis reachability.
+"""The daemon's figures in Prometheus form, read from the daemon when scraped.
 
-Served by prometheus-client on a loopback address when enabled; `swssd status` reads them back.
+Per table: popped, handled, retried, failed, dead-lettered, pending and a handler-latency
+histogram; per connection kind: reconnects; the event loop's lag and heartbeat; whether Redis
+answers and whether the daemon is serving. Nothing is counted twice on the hot path: the
+collector reads the workers' own counters at scrape time (prometheus-client's HTTP thread; plain
+int/float reads are safe under the GIL).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+if TYPE_CHECKING:
+    from .orch.daemon import Daemon
+
+#: Upper bounds (seconds) of the handler latency histogram buckets; +Inf is implied.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-class DaemonMetrics:
-    """One registry per daemon, so tests and several daemons in one process do not collide."""
+class LoopProbe:
+    """How late the event loop runs a short timer, and when it last did: a stalled loop stops
+    the heartbeat, a busy one shows lag."""
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        r = self.registry
-        self.popped = Counter("swssd_popped", "Tasks popped from Redis", ["table"], registry=r)
-        self.handled = Counter("swssd_handled", "Tasks handled successfully", ["table"], registry=r)
-        self.retried = Counter("swssd_retried", "Handler attempts that asked for or needed a retry", ["table"], registry=r)
-        self.failed = Counter("swssd_failed", "Handler attempts that raised or timed out", ["table"], registry=r)
-        self.dead_lettered = Counter("swssd_dead_lettered", "Tasks given up after max_attempts", ["table"], registry=r)
-        self.pending = Gauge("swssd_pending", "Tasks waiting in the Orch's pending map", ["table"], registry=r)
-        self.latency = Histogram(
-            "swssd_handler_latency_seconds", "Time from pop to handled", ["table"],
-            buckets=LATENCY_BUCKETS, registry=r,
-        )
-        self.reconnects = Counter("swssd_reconnects", "Connections re-established", ["connection"], registry=r)
-        self.loop_lag = Gauge("swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", registry=r)
-        self.redis_up = Gauge("swssd_redis_up", "1 while every Redis connection answers", registry=r)
-        self.heartbeat = Gauge("swssd_heartbeat_timestamp_seconds", "Unix time the event loop last ran the lag probe", registry=r)
-        self.ready = Gauge("swssd_ready", "1 once subscribed and the first drain is done", registry=r)
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.lag = 0.0
+        self.heartbeat = time.time()
 
-    def serve(self, host: str, port: int) -> None:
-        """Serve /metrics from a background thread (prometheus-client's own server)."""
-        start_http_server(port, addr=host, registry=self.registry)
-
-    async def watch_loop_lag(self, interval: float = 0.25) -> None:
-        """Measure how late the loop wakes up; runs until cancelled."""
+    async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             start = loop.time()
-            await asyncio.sleep(interval)
-            self.loop_lag.set(max(0.0, loop.time() - start - interval))
-            self.heartbeat.set(time.time())
+            await asyncio.sleep(self.interval)
+            self.lag = max(0.0, loop.time() - start - self.interval)
+            self.heartbeat = time.time()
+
+
+class DaemonCollector(Collector):
+    """Builds the metric families from a running Daemon on every scrape."""
+
+    def __init__(self, daemon: Daemon, probe: LoopProbe) -> None:
+        self.daemon = daemon
+        self.probe = probe
+
+    def collect(self) -> Iterator[Metric]:
+        d = self.daemon
+        labels = ["db", "table"]
+        counters = {
+            name: CounterMetricFamily(f"swssd_{name}", help_text, labels=labels)
+            for name, help_text in (
+                ("popped", "Tasks popped from Redis"),
+                ("handled", "Tasks handled successfully"),
+                ("retried", "Handler calls that raised Retry (the task stayed pending)"),
+                ("failed", "Handler calls that raised or timed out"),
+                ("dead_lettered", "Tasks given up after max_attempts"),
+            )
+        }
+        pending = GaugeMetricFamily("swssd_pending", "Tasks in memory: pending plus being handled", labels=labels)
+        latency = HistogramMetricFamily("swssd_handler_latency_seconds", "Duration of handler calls", labels=labels)
+        for worker in list(d.workers):
+            key = [worker.db_name, worker.table]
+            stats = worker.stats
+            for name, family in counters.items():
+                family.add_metric(key, getattr(stats, name))
+            pending.add_metric(key, worker.pending_count)
+            cumulative, buckets = 0, []
+            for bound, count in zip((*LATENCY_BUCKETS, float("inf")), stats.latency_counts):
+                cumulative += count
+                buckets.append((_bound(bound), cumulative))
+            latency.add_metric(key, buckets, stats.handler_seconds)
+        yield from counters.values()
+        yield pending
+        yield latency
+        reconnects = CounterMetricFamily("swssd_reconnects", "Connections re-established", labels=["connection"])
+        reconnects.add_metric(["pubsub"], d.select.reconnects)
+        reconnects.add_metric(["command"], d.command_reconnects)
+        yield reconnects
+        yield GaugeMetricFamily("swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag)
+        yield GaugeMetricFamily(
+            "swssd_heartbeat_timestamp_seconds", "Unix time the event loop last ran the lag probe", value=self.probe.heartbeat
+        )
+        yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
+        yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done", value=float(d.serving))
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def serve(daemon: Daemon, probe: LoopProbe, host: str, port: int) -> WSGIServer:
+    """Serve /metrics for `daemon` from prometheus-client's background thread; shutdown() stops it."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DaemonCollector(daemon, probe))
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return server

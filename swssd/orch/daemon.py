@@ -28,6 +28,9 @@ from ..consumer_base import ConsumerTableBase
 from ..dbconfig import SonicDBConfig
 from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..metrics import LoopProbe
+from ..metrics import serve as serve_metrics
+from ..sdnotify import SystemdNotifier
 from ..select import Select
 from ..table import Table
 from . import plugins
@@ -75,6 +78,13 @@ class Daemon:
         self._pop_error: str | None = None
         self._down_since: float | None = None
         self._crashed = False
+        #: True once subscribed and the first drain found no table ready (READY=1 then)
+        self.serving = False
+        #: times the command connection came back after pops failed
+        self.command_reconnects = 0
+        self.notifier = SystemdNotifier()
+        self.loop_probe = LoopProbe()
+        self._metrics_server: Any = None
         self._db_config: SonicDBConfig | None = None
 
     # -- control ------------------------------------------------------------------------
@@ -96,10 +106,20 @@ class Daemon:
 
     def reopen(self) -> None:
         """SIGHUP: reopen the log file and capture files (after logrotate moved them)."""
+        self.notifier.reloading()
         swssd_logging.reopen()
         if self.capture is not None:
             self.capture.reopen()
         log.info("reopened log and capture files")
+        self.notifier.ready(self.status_line())
+
+    def status_line(self) -> str:
+        """One line for systemd's STATUS=: what the daemon is doing."""
+        popped = sum(w.stats.popped for w in self.workers)
+        handled = sum(w.stats.handled for w in self.workers)
+        state = "serving" if self.redis_up else "Redis unreachable, retrying"
+        return (f"{state}: {len(self.workers)} tables; popped {popped}, handled {handled}, "
+                f"pending {self.pending_count}")
 
     @property
     def pending_count(self) -> int:
@@ -116,17 +136,38 @@ class Daemon:
         """Start, consume until stopped, shut down. Raises ConfigError / PluginError at start-up."""
         if self.handle_signals:
             self._install_signals()
-        health: asyncio.Task[None] | None = None
+        helpers: list[asyncio.Task[None]] = []
+        self.notifier.start_watchdog()
+        self.notifier.status("starting")
         try:
             if not await self._until_stopped(self._start()):
                 return 1 if self._force.is_set() else 0
-            health = asyncio.ensure_future(self._watch_health())
+            helpers.append(asyncio.ensure_future(self._watch_health()))
+            helpers.append(asyncio.ensure_future(self.loop_probe.run()))
+            self._serve_metrics()
             await self._consume()
         finally:
-            if health is not None:
-                health.cancel()
+            for task in helpers:
+                task.cancel()
             forced = await self._shutdown()
         return 1 if forced or self._crashed else 0
+
+    def _serve_metrics(self) -> None:
+        cfg = self.config.metrics
+        if not cfg.enabled:
+            return
+        try:
+            self._metrics_server = serve_metrics(self, self.loop_probe, cfg.address, cfg.port)
+        except OSError as exc:
+            log.error("metrics endpoint not served", address=cfg.address, port=cfg.port, error=str(exc))
+            return
+        log.info("serving metrics", url=f"http://{cfg.address}:{cfg.port}/metrics")
+
+    def _now_serving(self) -> None:
+        """Subscribed and the first drain is done: tell systemd (READY=1) and the metrics."""
+        self.serving = True
+        self.notifier.ready(self.status_line())
+        log.info("serving", tables=len(self.workers), pending=self.pending_count)
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -295,7 +336,11 @@ class Daemon:
         delay = _BACKOFF_MIN
         while not self._stop.is_set():
             self._kick.clear()
-            table = await select.select(timeout=0) or await self._wait_ready()
+            table = await select.select(timeout=0)
+            if table is None:
+                if not self.serving:
+                    self._now_serving()
+                table = await self._wait_ready()
             if table is None:
                 continue
             worker = self._by_table[table]
@@ -366,6 +411,7 @@ class Daemon:
     def _redis_back(self) -> None:
         down = time.monotonic() - (self._down_since or time.monotonic())
         log.info("Redis reachable again", down_for=round(down, 3))
+        self.command_reconnects += 1
         self._pop_error = None
         self._down_since = None
 
@@ -374,6 +420,7 @@ class Daemon:
         pubsub_down_since: float | None = None
         while True:
             await asyncio.sleep(self.config.daemon.health_interval)
+            self.notifier.status(self.status_line())
             now = time.monotonic()
             if self.select.connected:
                 if pubsub_down_since is not None:
@@ -405,6 +452,8 @@ class Daemon:
         """Finish popped tasks (bounded), stop the plugins, flush captures, close connections.
         Returns whether the exit was forced."""
         self._stop.set()
+        self.serving = False
+        self.notifier.stopping()
         deadline = asyncio.get_running_loop().time() + self.config.daemon.shutdown_timeout
         if not self._force.is_set():
             await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)
@@ -438,6 +487,9 @@ class Daemon:
         await self.select.close()
         for db in self.connectors.values():
             await db.close()
+        if self._metrics_server is not None:
+            await asyncio.to_thread(self._metrics_server.shutdown)
+        await self.notifier.close()
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
         return self._force.is_set()

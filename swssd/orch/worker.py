@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from bisect import bisect_left
 from collections.abc import Callable
 
 import structlog
@@ -17,6 +18,7 @@ from ..connector import DBConnector
 from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
 from ..fields import KeyOpFieldsValues
+from ..metrics import LATENCY_BUCKETS
 from .config import RetryConfig
 from .orch import Orch, Retry
 from .pending import Entry, PendingMap
@@ -51,7 +53,10 @@ Consumer = StateConsumer | QueueConsumer
 class TableStats:
     """Counters of one table, read by logs, the demo and the metrics."""
 
-    __slots__ = ("popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds", "interrupted_pops")
+    __slots__ = (
+        "popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds", "latency_counts",
+        "interrupted_pops",
+    )
 
     def __init__(self) -> None:
         self.popped = 0
@@ -63,8 +68,15 @@ class TableStats:
         self.dead_lettered = 0
         #: time spent in handlers, seconds
         self.handler_seconds = 0.0
+        #: handler calls per LATENCY_BUCKETS bucket, the last one past the largest bound
+        self.latency_counts = [0] * (len(LATENCY_BUCKETS) + 1)
         #: pops whose connection dropped after they were sent (their changes may be lost)
         self.interrupted_pops = 0
+
+    def observe(self, seconds: float) -> None:
+        """One handler call took `seconds`."""
+        self.handler_seconds += seconds
+        self.latency_counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
 
 
 class OrchRuntime:
@@ -262,7 +274,7 @@ class TableWorker:
     def _end(self) -> None:
         self.in_flight = 0
         if self._started is not None:
-            self.stats.handler_seconds += self._loop.time() - self._started
+            self.stats.observe(self._loop.time() - self._started)
         self._started = None
 
     def _check(self) -> None:

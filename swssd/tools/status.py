@@ -21,7 +21,7 @@ COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--metrics-url", default="http://127.0.0.1:9464/metrics",
+        "--metrics-url", default="http://127.0.0.1:9750/metrics",
         help="the daemon's metrics endpoint (config [metrics] address/port; default %(default)s)",
     )
     parser.add_argument("--max-lag", type=float, default=1.0, help="loop lag in seconds above which the daemon is unhealthy")
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class Snapshot:
     """What the endpoint said, reduced to what the table and the health check need."""
 
-    tables: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    tables: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     scalars: dict[str, float] = field(default_factory=dict)
     reconnects: dict[str, float] = field(default_factory=dict)
 
@@ -46,13 +46,14 @@ def parse(text: str) -> Snapshot:
             if name.endswith("_created"):
                 continue
             if "table" in sample.labels:
+                row = snap.tables[(sample.labels.get("db", ""), sample.labels["table"])]
                 column = name.removesuffix("_total")
                 if column in COLUMNS:
-                    snap.tables[sample.labels["table"]][column] = sample.value
+                    row[column] = sample.value
                 elif name == "handler_latency_seconds_sum":
-                    snap.tables[sample.labels["table"]]["latency_sum"] = sample.value
+                    row["latency_sum"] = sample.value
                 elif name == "handler_latency_seconds_count":
-                    snap.tables[sample.labels["table"]]["latency_count"] = sample.value
+                    row["latency_count"] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -78,15 +79,15 @@ def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | No
 
 
 def render(snap: Snapshot) -> str:
-    head = ("table", *COLUMNS, "avg ms")
+    head = ("db", "table", *COLUMNS, "avg ms")
     rows = []
-    for table in sorted(snap.tables):
-        t = snap.tables[table]
+    for db, table in sorted(snap.tables):
+        t = snap.tables[(db, table)]
         count = t.get("latency_count", 0.0)
         avg = f"{t.get('latency_sum', 0.0) / count * 1000:.2f}" if count else "-"
-        rows.append((table, *(f"{int(t.get(c, 0))}" for c in COLUMNS), avg))
+        rows.append((db, table, *(f"{int(t.get(c, 0))}" for c in COLUMNS), avg))
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+    lines = ["  ".join(str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
              for r in (head, *rows)]
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     reconnects = ", ".join(f"{k} {int(v)}" for k, v in sorted(snap.reconnects.items())) or "none"
