@@ -1,20 +1,25 @@
-"""The `swssd` command: `swssd run` (the daemon) and `swssd demo` (a first look on any machine)."""
+"""The `swssd` command: `swssd run` (the daemon), `swssd demo` (a first look on any machine), and the
+operator tools `produce`, `dump`, `status` and `replay`."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import uvloop
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import logging as swssd_logging
 from .embedded_redis import EmbeddedRedis
-from .errors import ConfigError, SwssdError
+from .errors import ConfigError, InvalidSeparatorError, RedisUnreachableError, SwssdError, UnknownDatabaseError
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError
+from .tools import dump, produce, status
 
 EXIT_CONFIG = 2
 EXIT_PLUGIN = 3
@@ -22,9 +27,18 @@ EXIT_PLUGIN = 3
 _EPILOG = f"""exit status: 0 stopped cleanly, 1 failure or forced stop, {EXIT_CONFIG} invalid config,
 {EXIT_PLUGIN} a plugin failed to load or start."""
 
+_TOOL_EPILOG = (
+    f"exit status: 0 done; 1 Redis unreachable or a Redis error; {EXIT_CONFIG} bad arguments, input file "
+    "or database config. Connection: --db names a database in database_config.json (--db-config, else "
+    "$SWSSD_DB_CONFIG, else /var/run/redis/sonic-db/database_config.json); --url bypasses that file."
+)
 
-def _fail(message: str, code: int) -> int:
-    print(f"swssd: error: {message}", file=sys.stderr)
+_CONNECT_HINT = "give the file with --db-config PATH (or $SWSSD_DB_CONFIG), or connect with --url"
+
+
+def _fail(message: str, code: int, prog: str = "swssd") -> int:
+    """One line on stderr, however the message was built."""
+    print(f"{prog}: error: {' '.join(message.splitlines())}", file=sys.stderr)
     return code
 
 
@@ -87,6 +101,51 @@ def cmd_demo(args: argparse.Namespace) -> int:
         server.stop()
 
 
+def _run_tool(name: str, body: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    """Run an async tool and turn each expected failure into one line and an exit status."""
+    prog = f"swssd {name}"
+    try:
+        return int(uvloop.run(body(args)))
+    except produce.OperationError as exc:
+        return _fail(str(exc), EXIT_CONFIG, prog)
+    except UnknownDatabaseError as exc:
+        return _fail(f"{exc}; pass one of them with --db", EXIT_CONFIG, prog)
+    except (ConfigError, InvalidSeparatorError) as exc:
+        return _fail(f"{exc}; {_CONNECT_HINT}", EXIT_CONFIG, prog)
+    except RedisUnreachableError as exc:
+        return _fail(str(exc), 1, prog)
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        return _fail(f"lost the connection to Redis: {exc}; is redis-server still running?", 1, prog)
+    except RedisError as exc:
+        return _fail(f"Redis replied with an error: {str(exc) or type(exc).__name__}", 1, prog)
+    except (SwssdError, OSError) as exc:
+        return _fail(str(exc) or type(exc).__name__, 1, prog)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130, prog)
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    return _run_tool("produce", produce.run, args)
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    try:
+        return _run_tool("dump", dump.run, args)
+    except BrokenPipeError:  # `swssd dump | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    return int(status.run(args))
+
+
+def cmd_replay(argv: list[str]) -> int:
+    from .replay.cli import main as replay_main
+
+    return replay_main(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swssd",
@@ -107,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", "-c", type=Path, metavar="FILE",
         help=f"TOML config (default: {DEFAULT_CONFIG} if present, else the example plugins)",
     )
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, command_parser=run)
 
     demo = sub.add_parser(
         "demo",
@@ -115,12 +174,61 @@ def build_parser() -> argparse.ArgumentParser:
         description="A first look: no Redis needed. Runs for --seconds or until Ctrl-C.",
     )
     demo.add_argument("--seconds", type=float, default=10.0, metavar="N", help="stop after N seconds (default 10)")
-    demo.set_defaults(func=cmd_demo)
+    demo.set_defaults(func=cmd_demo, command_parser=demo)
+
+    prod = sub.add_parser(
+        "produce",
+        help="write SET/DEL operations to a table, as a SONiC producer does",
+        description="Write operations through ProducerStateTable (--kind state, what portsyncd and "
+        "fpmsyncd use) or ProducerTable (--kind queue), batched. Operations come from the "
+        "command line (set Ethernet0 speed=100000 mtu=9100 del Ethernet4) or from --file: a JSON array "
+        'or JSON Lines of {"op": "SET", "key": K, "fvs": {field: value}} (an optional "table" '
+        'overrides --table), or SONiC\'s swssconfig format [{"TABLE:key": {field: value}, "OP": "SET"}].',
+        epilog=_TOOL_EPILOG,
+    )
+    produce.add_arguments(prod)
+    prod.set_defaults(func=cmd_produce, command_parser=prod)
+
+    dmp = sub.add_parser(
+        "dump",
+        help="print tables as JSON (the format `swssd replay diff --dump` reads)",
+        description='Print {"<table>": {"<key>": {"<field>": "<value>"}}} for every table of a database, '
+        "or only the --table ones. Channel bookkeeping keys (*_KEY_SET, *_DEL_SET, ...) and state hashes "
+        "(_TABLE:key) are left out.",
+        epilog=_TOOL_EPILOG,
+    )
+    dump.add_arguments(dmp)
+    dmp.set_defaults(func=cmd_dump, command_parser=dmp)
+
+    st = sub.add_parser(
+        "status",
+        help="show a running daemon's figures; exit non-zero when it is unhealthy (a health check)",
+        description="Read the daemon's metrics endpoint (config [metrics] enabled = true) and print, "
+        "per table, popped/handled/retried/failed/dead-lettered/pending and the average handler time, "
+        "then the loop lag and reconnects.",
+        epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, not ready), "
+        "2 endpoint unreachable.",
+    )
+    status.add_arguments(st)
+    st.set_defaults(func=cmd_status, command_parser=st)
+
+    # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.
+    sub.add_parser(
+        "replay", add_help=False,
+        help="replay captures and swss.rec with PySpark: state, history, stats, diff, restore "
+        "(see `swssd replay --help`)",
+    ).add_argument("args", nargs=argparse.REMAINDER)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "replay":  # its own parser, own help, own options
+        return cmd_replay(argv[argv.index("replay") + 1:])
+    if extra:  # reported with the sub-command's usage, which lists its options
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(args.func(args))
 
 

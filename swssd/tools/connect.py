@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from urllib.parse import urlsplit
 
 from ..connector import DBConnector
+from ..errors import ConfigError, SwssdError
+from ..orch.config import SONIC_DATABASES
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,13 +19,34 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--url",
-        help="connect to this Redis URL instead (redis://host:port, unix:///path); needs --db-id and --separator",
+        help="connect to this Redis URL instead (redis://host:port[/N], unix:///path[?db=N]); the database "
+        "number and separator then come from --db-id/--separator, else the URL, else SONiC's usual ones for --db",
     )
-    parser.add_argument("--db-id", type=int, default=None, help="database number with --url (default: from the URL, else 0)")
-    parser.add_argument("--separator", default=":", choices=[":", "|"], help="key separator with --url (default ':')")
+    parser.add_argument("--db-id", type=int, default=None, metavar="N", help="database number with --url")
+    parser.add_argument("--separator", default=None, choices=[":", "|"], help="key separator with --url")
+
+
+def url_defaults(args: argparse.Namespace) -> tuple[int | None, str]:
+    """Database number and separator for --url: given, else from the URL, else SONiC's for --db, else 0 and ':'."""
+    usual_id, usual_sep = SONIC_DATABASES.get(args.db, (0, ":"))
+    db_id = args.db_id
+    if db_id is None and not _url_names_db(args.url):
+        db_id = usual_id
+    return db_id, args.separator or usual_sep
+
+
+def _url_names_db(url: str) -> bool:
+    parts = urlsplit(url)
+    return "db=" in parts.query or (parts.scheme != "unix" and parts.path.strip("/") != "")
 
 
 async def connect_from_args(args: argparse.Namespace) -> DBConnector:
     if args.url:
-        return await DBConnector.from_url(args.url, db_id=args.db_id, separator=args.separator, name=args.db)
+        db_id, separator = url_defaults(args)
+        try:
+            return await DBConnector.from_url(args.url, db_id=db_id, separator=separator, name=args.db)
+        except SwssdError:
+            raise
+        except ValueError as exc:  # redis-py's word for a URL it cannot parse
+            raise ConfigError("--url", None, f"{exc}") from None
     return await DBConnector.connect(args.db, config=args.db_config)

@@ -39,17 +39,27 @@ class Operation:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--table", help="table to write (needed unless every operation names its table)")
+    parser.add_argument("--table", metavar="TABLE", help="table to write (needed unless every operation names its table)")
     parser.add_argument(
         "--kind", choices=["state", "queue"], default="state",
         help="state: ProducerStateTable (default); queue: ProducerTable",
     )
     parser.add_argument("--file", type=Path, help="operations from a JSON, JSON Lines or swssconfig file ('-' for stdin)")
-    parser.add_argument("--batch", type=int, default=128, help="keys per batched EVALSHA (default 128)")
+    parser.add_argument("--batch", type=_positive, default=128, metavar="N", help="keys per batched EVALSHA (default 128)")
     parser.add_argument(
         "ops", nargs="*", metavar="OP",
         help="'set KEY field=value ...' or 'del KEY'; several operations may follow each other",
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
 
 
 def parse_words(words: list[str], table: str | None) -> list[Operation]:
@@ -82,6 +92,9 @@ def parse_document(text: str, table: str | None, separator: str, source: str) ->
         except json.JSONDecodeError as exc:
             raise OperationError(f"{source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
         return [_from_object(obj, table, separator, f"{source}: item {n}") for n, obj in enumerate(items, 1)]
+    whole = _one_object(stripped)
+    if whole is not None:  # one operation spread over several lines
+        return [_from_object(whole, table, separator, source)]
     ops = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -92,6 +105,16 @@ def parse_document(text: str, table: str | None, separator: str, source: str) ->
             raise OperationError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
         ops.append(_from_object(obj, table, separator, f"{source}:{lineno}"))
     return ops
+
+
+def _one_object(text: str) -> dict[str, object] | None:
+    if not text.startswith("{") or "\n" not in text.strip():
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _from_object(obj: object, table: str | None, separator: str, where: str) -> Operation:
@@ -154,11 +177,14 @@ async def produce(db: DBConnector, ops: list[Operation], kind: str = "state", ba
 async def run(args: argparse.Namespace) -> int:
     if not args.ops and not args.file:
         raise OperationError("nothing to produce: give 'set KEY f=v ...' / 'del KEY' or --file")
+    # Argument and file mistakes are reported before Redis is needed.
+    ops = parse_words(args.ops, args.table) if args.ops else []
+    text = None
+    if args.file:
+        text = _read_stdin() if str(args.file) == "-" else _read(args.file)
     db = await connect_from_args(args)
     async with db:
-        ops = parse_words(args.ops, args.table) if args.ops else []
-        if args.file:
-            text = sys.stdin.read() if str(args.file) == "-" else _read(args.file)
+        if text is not None:
             ops += parse_document(text, args.table, db.separator, str(args.file))
         sent = await produce(db, ops, args.kind, args.batch)
     print(f"produced {sent} operation(s) to {db.name or db.db_id}")
@@ -170,3 +196,12 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise OperationError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise OperationError(f"{path}: not UTF-8 text (byte {exc.start}); give a JSON or JSON Lines file") from None
+
+
+def _read_stdin() -> str:
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise OperationError(f"stdin: not UTF-8 text (byte {exc.start})") from None
