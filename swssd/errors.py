@@ -47,7 +47,8 @@ class RedisUnreachableError(SwssdError, ConnectionError):
 
     def __init__(self, address: str, cause: BaseException) -> None:
         self.address = address
-        super().__init__(f"cannot reach Redis at {address}: {cause}; is redis-server running there?")
+        reason = str(cause).rstrip(". ") or type(cause).__name__
+        super().__init__(f"cannot reach Redis at {address}: {reason}; is redis-server running there?")
 
 
 class TempViewError(SwssdError, RuntimeError):
