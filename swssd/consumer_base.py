@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from collections import deque
+from typing import Any
 
 from .connector import DBConnector
 from .fields import KeyOpFieldsValues
@@ -21,10 +24,22 @@ class ConsumerTableBase(TableBase):
     the caller works on the batch it got (the C++ library pops strictly in turn). What such a
     pop took out of Redis lives in this object until the next pops(): call settle() before
     dropping a prefetching consumer.
+
+    With a `journal` key (a Redis key name no other consumer uses), pops run swssd's journaled
+    variant of the pop script, which also stores its reply with the pop's sequence number in that
+    key, atomically. A pop whose connection dropped after Redis ran it lost its reply, and with it
+    the batch (the C++ consumer's fate too); recover() reads the batch back from the journal.
     """
 
     def __init__(
-        self, db: DBConnector, name: str, pop_batch_size: int = 128, priority: int = 0, *, prefetch: bool = False
+        self,
+        db: DBConnector,
+        name: str,
+        pop_batch_size: int = 128,
+        priority: int = 0,
+        *,
+        prefetch: bool = False,
+        journal: str | None = None,
     ) -> None:
         if pop_batch_size < 1:
             raise ValueError(f"pop_batch_size must be at least 1, not {pop_batch_size}")
@@ -37,6 +52,13 @@ class ConsumerTableBase(TableBase):
         self._buffer: deque[KeyOpFieldsValues] = deque()
         self._inflight: asyncio.Task[list[KeyOpFieldsValues]] | None = None
         self._inflight_seen = 0
+        self.journal = journal
+        # Sequence numbers carry a token of this object, so a journal left by an earlier
+        # consumer under the same key never matches one of ours.
+        self._token = uuid.uuid4().hex[:8]
+        self._seq = 0
+        #: the last journaled pop whose reply has not arrived (None once it has, or once recovered)
+        self._unanswered: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -87,5 +109,30 @@ class ConsumerTableBase(TableBase):
             self._buffer.extend(await self.pops())
         return self._buffer.popleft() if self._buffer else None
 
+    async def recover(self) -> list[KeyOpFieldsValues]:
+        """After a pop raised (e.g. its connection dropped): what that pop took out of Redis,
+        read back from the journal; empty when it never ran (its data is still in Redis), when
+        it found nothing, or without a journal. Call it before the next pop, which overwrites
+        the journal; a second call returns nothing, so a batch is never handed over twice."""
+        sent = self._unanswered
+        if self.journal is None or sent is None:
+            return []
+        raw = await self.db.redis.get(self.journal)
+        self._unanswered = None
+        if raw is None:
+            return []
+        seq, reply = json.loads(raw)
+        return self._parse(reply) if seq == sent else []
+
+    def _next_seq(self) -> str:
+        """The sequence number of a journaled pop about to be sent."""
+        self._seq += 1
+        self._unanswered = seq = f"{self._token}:{self._seq}"
+        return seq
+
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+        raise NotImplementedError
+
+    def _parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
+        """The tasks of one pop script reply (or of its copy in the journal)."""
         raise NotImplementedError

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
-from .lua import CST_POPS, CST_POPS_TRACKED
+from .lua import CST_POPS, CST_POPS_JOURNALED, CST_POPS_TRACKED
 
 
 class ConsumerStateTable(ConsumerTableBase):
@@ -18,6 +20,9 @@ class ConsumerStateTable(ConsumerTableBase):
     the new fields while the old entry is gone from the table. With `track_deletes=True` swssd's
     own variant of the script (same effect on Redis) reports that as DEL followed by SET, which
     is what a capture needs to be replayed exactly.
+
+    With a `journal` key, pops use swssd's journaled variant (see ConsumerTableBase), which
+    reports deletes as the tracked one does; `track_deletes` still decides what is returned.
     """
 
     def __init__(
@@ -29,20 +34,28 @@ class ConsumerStateTable(ConsumerTableBase):
         track_deletes: bool = False,
         *,
         prefetch: bool = False,
+        journal: str | None = None,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
+        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch, journal=journal)
         self.track_deletes = track_deletes
 
     async def has_pending(self) -> bool:
         return int(await self.db.redis.execute_command("SCARD", self.key_set)) > 0
 
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+        keys = [self.key_set, self.name + self.separator, self.del_set]
+        if self.journal is None:
+            script = CST_POPS_TRACKED if self.track_deletes else CST_POPS
+            reply = await self.db.evalsha(script, keys, [self.pop_batch_size, self.state_prefix], resend=False)
+            return self._parse(reply)
         reply = await self.db.evalsha(
-            CST_POPS_TRACKED if self.track_deletes else CST_POPS,
-            [self.key_set, self.name + self.separator, self.del_set],
-            [self.pop_batch_size, self.state_prefix],
+            CST_POPS_JOURNALED, [*keys, self.journal], [self.pop_batch_size, self.state_prefix, self._next_seq()],
             resend=False,
         )
+        self._unanswered = None
+        return self._parse(reply)
+
+    def _parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         if not reply:
             return []
         make = _new_task
@@ -58,6 +71,7 @@ class ConsumerStateTable(ConsumerTableBase):
 
 
 def _pairs(flat: list[str]) -> list[tuple[str, str]]:
+    """Field/value pairs of a flat list (the journal's JSON writes an empty one as {})."""
     it = iter(flat)
     return list(zip(it, it))
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import KeyOpFieldsValues
-from .lua import CT_POPS
+from .lua import CT_POPS, CT_POPS_JOURNALED
 
 
 class ConsumerTable(ConsumerTableBase):
     """The consumer side of the op queue: changes in producer order, op without its S/D prefix.
 
     With `modify_redis` the script also writes SET/DEL into the `prefix + TABLE:key` hashes.
+    With a `journal` key, pops use swssd's journaled variant (see ConsumerTableBase).
     """
 
     def __init__(
@@ -23,8 +26,9 @@ class ConsumerTable(ConsumerTableBase):
         modify_redis: bool = True,
         *,
         prefetch: bool = False,
+        journal: str | None = None,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
+        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch, journal=journal)
         self.modify_redis = modify_redis
         self._prefix = ""
 
@@ -41,12 +45,17 @@ class ConsumerTable(ConsumerTableBase):
         return self._buffer.popleft() if self._buffer else None
 
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+        keys = [self.op_queue, self._prefix + self.name]
+        args = [self.pop_batch_size, 1 if self.modify_redis else 0]
+        if self.journal is None:
+            return self._parse(await self.db.evalsha(CT_POPS, keys, args, resend=False))
         reply = await self.db.evalsha(
-            CT_POPS,
-            [self.op_queue, self._prefix + self.name],
-            [self.pop_batch_size, 1 if self.modify_redis else 0],
-            resend=False,
+            CT_POPS_JOURNALED, [*keys, self.journal], [*args, self._next_seq()], resend=False
         )
+        self._unanswered = None
+        return self._parse(reply)
+
+    def _parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         return [
             KeyOpFieldsValues(item[0], item[1], list(zip(item[2::2], item[3::2])))
             for item in reply or ()

@@ -3,8 +3,10 @@ select -> pops -> the table's worker, until a signal stops it.
 
 Only this loop pops, and a pop is never cancelled half way (its data would be gone from Redis and
 not in memory): after a full batch the next pop of that table runs ahead in Redis (prefetch) and is
-settled, never dropped, at shutdown. Handlers run in the workers' tasks, and Select reads pub/sub
-in its own task, so neither a slow handler nor a busy loop keeps notifications from being read.
+settled, never dropped, at shutdown. Pops are journaled: when one fails, what it took out of
+Redis (if it ran) is read back from its journal before anything is popped again. Handlers run in
+the workers' tasks, and Select reads pub/sub in its own task, so neither a slow handler nor a
+busy loop keeps notifications from being read.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ _CLOSED_WHILE_WAITING = "Connection closed by server"
 
 def _reply_lost(exc: BaseException) -> bool:
     """Whether a pop failed after it was sent: Redis may have run the script (taking the changes
-    out of the key set) and the reply, with those changes, is gone. No client of this wire
-    protocol can tell or undo it; the daemon says so loudly instead of retrying silently."""
+    out of the key set) and the reply, with those changes, is gone. No client of the C++ wire
+    protocol can tell; the daemon's journaled pops read the batch back (Daemon._recover)."""
     return isinstance(exc, RedisTimeoutError) or _CLOSED_WHILE_WAITING in str(exc)
 
 
@@ -71,6 +73,8 @@ class Daemon:
         #: set once every table is subscribed and reconciled
         self.ready = asyncio.Event()
         self._by_table: dict[ConsumerTableBase, TableWorker] = {}
+        #: tables whose last pop failed: their journal is read before anything is popped again
+        self._unrecovered: list[TableWorker] = []
         self._started: list[OrchRuntime] = []
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
@@ -336,6 +340,10 @@ class Daemon:
         delay = _BACKOFF_MIN
         while not self._stop.is_set():
             self._kick.clear()
+            if self._unrecovered and not await self._recover():
+                await self._sleep(delay)
+                delay = min(delay * 2, _BACKOFF_MAX)
+                continue
             table = await select.select(timeout=0)
             if table is None:
                 if not self.serving:
@@ -347,14 +355,9 @@ class Daemon:
             try:
                 tasks = await table.pops()
             except (RedisError, OSError) as exc:
-                if _reply_lost(exc):
-                    worker.stats.interrupted_pops += 1
-                    log.error(
-                        "pop interrupted: if Redis ran it, up to pop_batch_size changes were lost with "
-                        "the reply (their state is in the table; reconcile recovers sets, not deletes)",
-                        db=worker.db_name, table=worker.table, pop_batch_size=table.pop_batch_size,
-                        error=str(exc),
-                    )
+                # Any failure may have come after Redis ran the pop; the journal tells.
+                worker.stats.interrupted_pops += _reply_lost(exc)
+                self._unrecovered.append(worker)
                 self._pop_failed(worker, exc)
                 await self._sleep(delay)
                 delay = min(delay * 2, _BACKOFF_MAX)
@@ -372,17 +375,53 @@ class Daemon:
             worker.accept(tasks)
             worker.runtime.new_data()
 
+    async def _recover(self) -> bool:
+        """Hand over what the failed pops took out of Redis, read back from their journals.
+        False while Redis does not answer (the tables stay listed and are not popped)."""
+        while self._unrecovered:
+            worker = self._unrecovered[0]
+            try:
+                tasks = await worker.consumer.recover()
+            except (RedisError, OSError) as exc:
+                self._pop_failed(worker, exc)
+                return False
+            del self._unrecovered[0]
+            if tasks:
+                log.warning("pop recovered", db=worker.db_name, table=worker.table, tasks=len(tasks))
+            self._deliver(worker, tasks)
+        return True
+
     async def _settle_prefetched(self, timeout: float) -> None:
-        """At shutdown: a pop already running in Redis took its changes out; hand them over."""
+        """At shutdown: a pop already running in Redis took its changes out; hand them over, or
+        read them back from the journal when its reply was lost."""
         for worker in self.workers:
             try:
                 self._deliver(worker, await asyncio.wait_for(worker.consumer.settle(), timeout))
             except TimeoutError:
                 log.error("prefetched pop did not finish at shutdown", db=worker.db_name, table=worker.table)
             except (RedisError, OSError) as exc:
-                if _reply_lost(exc):
-                    worker.stats.interrupted_pops += 1
-                log.error("prefetched pop failed at shutdown", db=worker.db_name, table=worker.table, error=str(exc))
+                worker.stats.interrupted_pops += _reply_lost(exc)
+                self._unrecovered.append(worker)
+                log.warning("prefetched pop failed at shutdown", db=worker.db_name, table=worker.table,
+                            error=str(exc))
+        try:
+            if not await asyncio.wait_for(self._recover(), timeout):
+                log.error("pops not recovered at shutdown: their journals stay in Redis for an hour",
+                          tables=[w.table for w in self._unrecovered])
+        except TimeoutError:
+            log.error("recovering pops did not finish at shutdown", tables=[w.table for w in self._unrecovered])
+
+    async def _drop_journals(self) -> None:
+        """At a clean shutdown: the journals of answered or recovered pops are no longer needed."""
+        for worker in self.workers:
+            consumer = worker.consumer
+            if worker in self._unrecovered or consumer.journal is None:
+                continue
+            try:
+                await asyncio.wait_for(consumer.db.redis.delete(consumer.journal), _STOP_HOOK_TIMEOUT)
+            except (RedisError, OSError, TimeoutError) as exc:
+                log.warning("pop journal not removed (it expires within an hour)", table=worker.table,
+                            error=str(exc))
 
     async def _wait_ready(self) -> ConsumerTableBase | None:
         """Wait for a ready table, or for a kick (stop, or a paused table resumed)."""
@@ -482,6 +521,8 @@ class Daemon:
                 "stopped with tasks not handled (a state table keeps their entries: "
                 "reconcile = true hands them over again)", tasks=left,
             )
+        if not self._force.is_set():
+            await self._drop_journals()
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()

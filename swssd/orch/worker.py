@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from bisect import bisect_left
 from collections.abc import Callable
 
@@ -70,7 +71,7 @@ class TableStats:
         self.handler_seconds = 0.0
         #: handler calls per LATENCY_BUCKETS bucket, the last one past the largest bound
         self.latency_counts = [0] * (len(LATENCY_BUCKETS) + 1)
-        #: pops whose connection dropped after they were sent (their changes may be lost)
+        #: pops whose connection dropped after they were sent (their batch is recovered from the journal)
         self.interrupted_pops = 0
 
     def observe(self, seconds: float) -> None:
@@ -402,7 +403,10 @@ class _TimedOut(Exception):
 def make_consumer(db: DBConnector, table: str, kind: str, pop_batch_size: int, priority: int) -> Consumer:
     """The consumer of one configured table. State tables report delete-then-set exactly, so a
     capture replays exactly and the pending map sees what really happened. After a full batch the
-    next pop runs in Redis while the daemon handles this one (prefetch); shutdown settles it."""
+    next pop runs in Redis while the daemon handles this one (prefetch); shutdown settles it. Pops
+    are journaled under a key of this consumer alone, so a batch whose reply was lost with its
+    connection is recovered."""
+    journal = f"_SWSSD_POP_JOURNAL:{table}:{uuid.uuid4().hex}"
     if kind == "state":
-        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True)
-    return QueueConsumer(db, table, pop_batch_size, priority, prefetch=True)
+        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True, journal=journal)
+    return QueueConsumer(db, table, pop_batch_size, priority, prefetch=True, journal=journal)

@@ -1,0 +1,27 @@
+-- swssd's own variant of consumer_state_table_pops.lua: the same changes to Redis, each popped
+-- entry says whether a delete was pending for it (1) or not (0), and a non-empty reply is also
+-- stored, with the pop's sequence number ARGV[3], in the journal key KEYS[4] (for an hour), so a
+-- consumer whose reply was lost with its connection can read it back.
+redis.replicate_commands()
+local ret = {}
+local tablename = KEYS[2]
+local stateprefix = ARGV[2]
+local keys = redis.call('SPOP', KEYS[1], ARGV[1])
+local n = table.getn(keys)
+for i = 1, n do
+   local key = keys[i]
+   local num = redis.call('SREM', KEYS[3], key)
+   if num == 1 then
+      redis.call('DEL', tablename..key)
+   end
+   local fieldvalues = redis.call('HGETALL', stateprefix..tablename..key)
+   table.insert(ret, {key, fieldvalues, num})
+   for i = 1, #fieldvalues, 2 do
+      redis.call('HSET', tablename..key, fieldvalues[i], fieldvalues[i + 1])
+   end
+   redis.call('DEL', stateprefix..tablename..key)
+end
+if #ret > 0 then
+   redis.call('SET', KEYS[4], cjson.encode({ARGV[3], ret}), 'PX', 3600000)
+end
+return ret
