@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -60,6 +61,9 @@ class DBConnector:
         self.separator = check_separator(separator)
         self.name = name
         self._loaded: set[str] = set()
+        #: the connection _send_all uses when no other task does (outside redis-py's pool)
+        self._own: AbstractConnection | None = None
+        self._own_lock = asyncio.Lock()
 
     # -- construction -------------------------------------------------------------------
 
@@ -147,27 +151,29 @@ class DBConnector:
     ) -> Any:
         """EVALSHA `script`; on NOSCRIPT reload it and retry once.
 
-        `resend=False` is for scripts whose effect must not happen twice (pops, enqueue): a
-        connection lost after sending is raised to the caller, never silently sent again, since
-        Redis may have run the script and its reply (a popped batch) is gone.
+        A dropped connection is re-made and the call sent once more, except with `resend=False`,
+        for scripts whose effect must not happen twice (pops, enqueue): Redis may have run the
+        script and its reply (a popped batch) is gone, so the error goes to the caller.
         """
-        await self.load_scripts((script,))
+        if script.sha not in self._loaded:
+            await self.load_scripts((script,))
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        if not resend:
-            reply = (await self._send_all((command,)))[0]
-            if isinstance(reply, NoScriptError):
-                self._loaded.clear()
-                await self.load_scripts((script,))
-                reply = (await self._send_all((command,)))[0]
-            if isinstance(reply, Exception):
-                raise reply
-            return reply
-        try:
-            return await self.redis.execute_command(*command)
-        except NoScriptError:
+        reply = await self._send_one(command, resend)
+        if isinstance(reply, NoScriptError):
             self._loaded.clear()
             await self.load_scripts((script,))
-            return await self.redis.execute_command(*command)
+            reply = await self._send_one(command, resend)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    async def _send_one(self, command: tuple[Any, ...], resend: bool) -> Any:
+        try:
+            return (await self._send_all((command,)))[0]
+        except CONNECTION_ERRORS:
+            if not resend:
+                raise
+            return (await self._send_all((command,)))[0]
 
     async def evalsha_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Send many EVALSHAs in one pipeline, in order.
@@ -196,33 +202,31 @@ class DBConnector:
         return results
 
     async def _send_all(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Write many commands as one packed write and read the replies in order.
+        """Write commands as one packed write and read their replies in order.
 
-        redis-py's pipeline costs about 8 us of Python per command; this costs well under one.
-        Error replies come back as exceptions in the list. A connection lost after sending is
-        raised, not retried: some commands may have run, and running them twice is not safe.
+        redis-py's per-command layers (pool bookkeeping, retry wrapper, observability, a time-out
+        context per reply) cost ~80 us a call and ~8 us a pipelined command; this path costs a few.
+        It uses the connector's own connection when no other task holds it, else a pooled one, so
+        concurrent callers still run in parallel. Error replies come back as exceptions in the
+        list. A connection lost after sending is raised, never resent here.
         """
-        pool = self.redis.connection_pool
-        conn = await pool.get_connection()
-        try:
-            if _stale(conn) or await conn.can_read():  # closed by the server (a restart) or unread data
-                await conn.disconnect()
-                await conn.connect()
-            await conn.send_packed_command([pack_command(c) for c in commands], check_health=False)
-            # One time-out for the whole batch, read straight from the parser: redis-py's
-            # read_response() enters a time-out context per reply, which cost more than the rest.
-            parser = conn._parser
-            async with asyncio.timeout(conn.socket_timeout):
-                return [await parser.read_response() for _ in commands]
-        except BaseException:
-            await conn.disconnect()  # never hand a half-read connection back to the pool
-            raise
-        finally:
-            await pool.release(conn)
+        if self._own_lock.locked():
+            pool = self.redis.connection_pool
+            conn = await pool.get_connection()
+            try:
+                return await _roundtrip(conn, commands)
+            finally:
+                await pool.release(conn)
+        async with self._own_lock:
+            if self._own is None:
+                self._own = self.redis.connection_pool.make_connection()
+            return await _roundtrip(self._own, commands)
 
     # -- lifetime -----------------------------------------------------------------------
 
     async def close(self) -> None:
+        if self._own is not None:
+            await self._own.disconnect()
         await self.redis.aclose()
 
     async def __aenter__(self) -> DBConnector:
@@ -245,3 +249,27 @@ def _stale(conn: Any) -> bool:
         return False
     readable, _, _ = select.select([sock.fileno()], [], [], 0)
     return bool(readable)
+
+
+async def _roundtrip(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Send `commands` on `conn` in one write and read one reply each, straight from the parser
+    under one time-out; a connection left half-read is disconnected, never reused."""
+    try:
+        if not conn.is_connected:
+            await conn.connect()
+        elif _stale(conn) or await conn.can_read():  # closed by the server (a restart) or unread data
+            await conn.disconnect()
+            await conn.connect()
+        # Written and read under one time-out: redis-py's send_packed_command wraps each write
+        # in wait_for (a new Task per call), which cost more than the write itself.
+        writer, parser = conn._writer, conn._parser  # type: ignore[attr-defined]
+        async with asyncio.timeout(conn.socket_timeout):
+            writer.writelines([pack_command(c) for c in commands])
+            await writer.drain()
+            return [await parser.read_response() for _ in commands]
+    except TimeoutError:
+        await conn.disconnect()
+        raise RedisTimeoutError(f"Timeout talking to Redis ({len(commands)} commands)") from None
+    except BaseException:
+        await conn.disconnect()
+        raise
