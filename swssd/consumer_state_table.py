@@ -7,7 +7,7 @@ from typing import Any
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
-from .lua import CST_POPS, CST_POPS_JOURNALED, CST_POPS_TRACKED
+from .lua import CST_POPS, CST_POPS_TRACKED
 
 
 class ConsumerStateTable(ConsumerTableBase):
@@ -21,8 +21,8 @@ class ConsumerStateTable(ConsumerTableBase):
     own variant of the script (same effect on Redis) reports that as DEL followed by SET, which
     is what a capture needs to be replayed exactly.
 
-    With a `journal` key, pops use swssd's journaled variant (see ConsumerTableBase), which
-    reports deletes as the tracked one does; `track_deletes` still decides what is returned.
+    With a `journal` key, the tracked script also journals each reply (see ConsumerTableBase);
+    `track_deletes` still decides what is returned.
     """
 
     def __init__(
@@ -44,14 +44,13 @@ class ConsumerStateTable(ConsumerTableBase):
 
     async def _pop_batch(self) -> list[KeyOpFieldsValues]:
         keys = [self.key_set, self.name + self.separator, self.del_set]
+        args: list[str | int] = [self.pop_batch_size, self.state_prefix]
         if self.journal is None:
             script = CST_POPS_TRACKED if self.track_deletes else CST_POPS
-            reply = await self.db.evalsha(script, keys, [self.pop_batch_size, self.state_prefix], resend=False)
-            return self._parse(reply)
-        reply = await self.db.evalsha(
-            CST_POPS_JOURNALED, [*keys, self.journal], [self.pop_batch_size, self.state_prefix, self._next_seq()],
-            resend=False,
-        )
+            return self._parse(await self.db.evalsha(script, keys, args, resend=False))
+        keys.append(self.journal)
+        args.append(self._next_seq())
+        reply = await self.db.evalsha(CST_POPS_TRACKED, keys, args, resend=False)
         self._unanswered = None
         return self._parse(reply)
 

@@ -33,7 +33,6 @@ PST_CLEAR = Script.from_package("producer_state_table_clear")
 PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
 CST_POPS = Script.from_package("consumer_state_table_pops")
 CST_POPS_TRACKED = Script.from_package("consumer_state_table_pops_tracked")
-CST_POPS_JOURNALED = Script.from_package("consumer_state_table_pops_journaled")
 PT_ENQUEUE = Script.from_package("producer_table_enqueue")
 CT_POPS = Script.from_package("consumer_table_pops")
 CT_POPS_JOURNALED = Script.from_package("consumer_table_pops_journaled")
@@ -48,7 +47,6 @@ ALL_SCRIPTS = (
     PST_APPLY_VIEW,
     CST_POPS,
     CST_POPS_TRACKED,
-    CST_POPS_JOURNALED,
     PT_ENQUEUE,
     CT_POPS,
     CT_POPS_JOURNALED,
