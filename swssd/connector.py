@@ -22,7 +22,6 @@ from .lua import Script
 from .wire import pack_command, use_hiredis_packing
 
 
-
 def client_options() -> dict[str, Any]:
     """Options of every client: strings cross the wire as UTF-8 (bytes that are not UTF-8 survive
     as surrogate escapes), and a dropped connection is retried 3 times within about a second
@@ -113,7 +112,7 @@ class DBConnector:
 
     @property
     def address(self) -> str:
-        """Where this connector points, for messages and for grouping pub/sub by server."""
+        """Where this connector points: for messages, and for Select to find the server's identity once."""
         kw = self.redis.connection_pool.connection_kwargs
         if kw.get("path"):
             return f"unix:{kw['path']}"
