@@ -12,7 +12,7 @@ Each pending task carries its retry state (attempts, when it may run again), whi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 
@@ -65,10 +65,6 @@ class PendingMap:
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def keys(self) -> list[str]:
-        """A snapshot of the keys with pending tasks, oldest first."""
-        return list(self._keys)
-
     def snapshot(self) -> list[tuple[str, list[Entry]]]:
         """The keys with their pending lists, oldest key first. A list stays the key's own while
         the key has tasks; once emptied by take() it is dropped and new data starts a new one."""
@@ -82,13 +78,9 @@ class PendingMap:
         entries = self._keys.get(key)
         return entries[0] if entries else None
 
-    def entries(self) -> Iterator[Entry]:
-        for entries in self._keys.values():
-            yield from entries
-
     def tasks(self) -> list[KeyOpFieldsValues]:
         """Every pending task in order, as the handler would get them."""
-        return [e.task for e in self.entries()]
+        return [e.task for entries in self._keys.values() for e in entries]
 
     # -- adding -------------------------------------------------------------------------
 
