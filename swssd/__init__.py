@@ -4,7 +4,7 @@ from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .consumer_state_table import ConsumerStateTable
 from .consumer_table import ConsumerTable
-from .dbconfig import SonicDBConfig
+from .dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from .errors import (
     ConfigError,
     InvalidSeparatorError,
@@ -12,6 +12,7 @@ from .errors import (
     SwssdError,
     TempViewError,
     UnknownDatabaseError,
+    UnknownNamespaceError,
 )
 from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 from .producer_state_table import ProducerStateTable
@@ -40,8 +41,10 @@ __all__ = [
     "SET_COMMAND",
     "Select",
     "SonicDBConfig",
+    "SonicDBGlobalConfig",
     "SwssdError",
     "Table",
     "TempViewError",
     "UnknownDatabaseError",
+    "UnknownNamespaceError",
 ]

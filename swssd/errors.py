@@ -33,6 +33,21 @@ class UnknownDatabaseError(SwssdError, LookupError):
         return str(self.args[0])
 
 
+class UnknownNamespaceError(SwssdError, LookupError):
+    """A namespace (with its container, when given) not listed in database_global.json."""
+
+    def __init__(self, namespace: str, container_name: str, known: list[str], path: str | None) -> None:
+        self.namespace = namespace
+        self.container_name = container_name
+        asked = f"'{namespace}'" + (f" with container '{container_name}'" if container_name else "")
+        listed = ", ".join(known) or "none"
+        src = f" in {path}" if path else ""
+        super().__init__(f"unknown namespace {asked}{src}; known namespaces: {listed}")
+
+    def __str__(self) -> str:  # LookupError would repr() the message
+        return str(self.args[0])
+
+
 class InvalidSeparatorError(SwssdError, ValueError):
     """A table separator other than ':' or '|' (the only two the C++ library accepts)."""
 

@@ -1,0 +1,284 @@
+"""Namespaces (multi-ASIC): database_global.json and its INCLUDES, connecting by (database, namespace)
+to real redis-servers, and `swssd produce/dump --namespace`. Ports the checks of the C++ library's
+tests/redis_multi_ns_ut.cpp and the database_global.json part of tests/main.cpp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swssd import ConfigError, SonicDBGlobalConfig, UnknownDatabaseError, UnknownNamespaceError
+from swssd.dbconfig import GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
+
+DATABASES = {
+    "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
+    "CONFIG_DB": (4, "|"), "PFC_WD_DB": (5, ":"), "FLEX_COUNTER_DB": (5, ":"), "STATE_DB": (6, "|"),
+    "SNMP_OVERLAY_DB": (7, "|"), "STATE_DB2": (13, "|"),
+}
+
+
+def db_config(port: int, unix_socket: str | None, databases: dict[str, tuple[int, str]] = DATABASES) -> dict[str, Any]:
+    """One namespace's database_config.json, SONiC's schema."""
+    instance: dict[str, Any] = {"hostname": "127.0.0.1", "port": port}
+    if unix_socket:
+        instance["unix_socket_path"] = unix_socket
+    return {
+        "INSTANCES": {"redis": instance},
+        "DATABASES": {n: {"id": i, "separator": s, "instance": "redis"} for n, (i, s) in databases.items()},
+        "VERSION": "1.0",
+    }
+
+
+def write_json(path: Path, doc: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc, indent=4))
+    return path
+
+
+def sonic_layout(root: Path, configs: dict[str, dict[str, Any]], extra: list[dict[str, Any]] | None = None) -> Path:
+    """SONiC's multi-ASIC layout under `root` (its /var/run): redis/sonic-db/database_global.json
+    including ../../redis/..., ../../redis0/..., ../../redis1/... per namespace ("" is the host's)."""
+    includes = []
+    for namespace, doc in configs.items():
+        run_dir = "redis" + namespace.removeprefix("asic")
+        write_json(root / run_dir / "sonic-db" / "database_config.json", doc)
+        entry = {"include": f"../../{run_dir}/sonic-db/database_config.json"}
+        if namespace:
+            entry["namespace"] = namespace
+        includes.append(entry)
+    return write_json(root / "redis" / "sonic-db" / "database_global.json",
+                      {"INCLUDES": includes + (extra or []), "VERSION": "1.0"})
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Path:
+    """Three namespaces on made-up addresses (one TCP-only), plus a DPU container in the host's."""
+    root = tmp_path / "var" / "run"
+    dpu = {"DPU_APPL_DB": (15, ":"), "DPU_STATE_DB": (17, "|")}
+    write_json(root / "redis-dpu0" / "sonic-db" / "database_config.json", db_config(6390, "/run/dpu0.sock", dpu))
+    return sonic_layout(
+        root,
+        {"": db_config(6379, "/var/run/redis/redis.sock"),
+         "asic0": db_config(6380, "/var/run/redis0/redis.sock"),
+         "asic1": db_config(6381, None, {**DATABASES, "ASIC1_ONLY_DB": (9, ":")})},
+        [{"container_name": "dpu0", "include": "../../redis-dpu0/sonic-db/database_config.json"}],
+    )
+
+
+# -- database_global.json -------------------------------------------------------------------
+
+
+def test_every_database_of_every_include_resolves(layout: Path) -> None:
+    """redis_multi_ns_ut.cpp multi_ns_test: each include read on its own agrees with the lookups."""
+    cfg = SonicDBGlobalConfig.load(layout)
+    assert cfg.path == str(layout) and cfg.version == "1.0"
+    expected_keys = []
+    for entry in json.loads(layout.read_text())["INCLUDES"]:
+        key = SonicDBKey(entry.get("namespace", ""), entry.get("container_name", ""))
+        expected_keys.append(key)
+        doc = json.loads((layout.parent / entry["include"]).read_text())
+        assert cfg.db_names(*key) == list(doc["DATABASES"])
+        for name, info in doc["DATABASES"].items():
+            inst = doc["INSTANCES"][info["instance"]]
+            assert cfg.database(name, *key).instance == info["instance"]
+            assert cfg.db_id(name, *key) == info["id"]
+            assert cfg.separator(name, *key) == info["separator"]
+            got = cfg.instance_of(name, *key)
+            assert (got.hostname, got.port, got.unix_socket_path) == (
+                inst["hostname"], inst["port"], inst.get("unix_socket_path"))
+    assert cfg.namespaces() == ["", "asic0", "asic1"]
+    assert sorted(cfg.keys()) == sorted(expected_keys)
+    assert cfg.instance_of("APPL_DB", "asic0").port == 6380
+    assert cfg.instance_of("APPL_DB").unix_socket_path == "/var/run/redis/redis.sock"
+    assert cfg.db_id("ASIC1_ONLY_DB", "asic1") == 9
+    assert cfg.db_id("DPU_STATE_DB", container_name="dpu0") == 17
+    assert cfg.config("asic1").path == str(layout.parent / "../../redis1/sonic-db/database_config.json")
+
+
+def test_invalid_database_name_in_a_namespace(layout: Path) -> None:
+    """multi_ns_test: an unknown database name fails every lookup, in any namespace."""
+    cfg = SonicDBGlobalConfig.load(layout)
+    for namespace in ("", "asic0"):
+        for lookup in (cfg.database, cfg.db_id, cfg.separator, cfg.instance_of):
+            with pytest.raises(UnknownDatabaseError) as err:
+                lookup("INVALID_DBNAME", namespace)
+            assert "APPL_DB" in str(err.value)
+    with pytest.raises(UnknownDatabaseError) as err:
+        cfg.db_id("ASIC1_ONLY_DB", "asic0")
+    assert "redis0/sonic-db/database_config.json" in str(err.value)
+
+
+def test_unknown_namespace_lists_the_known_ones(layout: Path) -> None:
+    """main.cpp: getDbId(APPL_DB, "invalid") fails; ours says which namespaces there are."""
+    cfg = SonicDBGlobalConfig.load(layout)
+    for lookup in (cfg.config, lambda ns: cfg.db_id("APPL_DB", ns), lambda ns: cfg.db_names(ns)):
+        with pytest.raises(UnknownNamespaceError) as err:
+            lookup("invalid")
+        message = str(err.value)
+        assert message.startswith("unknown namespace 'invalid' in " + str(layout))
+        assert "'' (default), 'asic0', 'asic1', '' (default) with container 'dpu0'" in message
+        assert isinstance(err.value, LookupError) and err.value.namespace == "invalid"
+    with pytest.raises(UnknownNamespaceError) as err:
+        cfg.config("asic0", "dpu0")
+    assert "unknown namespace 'asic0' with container 'dpu0'" in str(err.value)
+
+
+def test_relative_includes_come_from_the_global_file_directory(layout: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert SonicDBGlobalConfig.load(layout).instance_of("APPL_DB", "asic0").port == 6380
+    # a relative path to the global file: its directory is relative to the working directory
+    monkeypatch.chdir(layout.parent.parent)
+    assert SonicDBGlobalConfig.load("sonic-db/database_global.json").instance_of("APPL_DB", "asic1").port == 6381
+    monkeypatch.chdir(layout.parent)
+    assert SonicDBGlobalConfig.load("database_global.json").namespaces() == ["", "asic0", "asic1"]
+
+
+def test_dot_dot_follows_a_symlinked_directory_as_the_cpp_library_does(tmp_path: Path) -> None:
+    """C++ appends the include to the directory name and lets the kernel resolve '..': through a
+    symlinked directory that is the link target's parent, not the link's."""
+    real = tmp_path / "real" / "a" / "sonic-db"
+    write_json(real.parent / "ns.json", db_config(7001, None))
+    write_json(real / "database_global.json", {"INCLUDES": [{"namespace": "asic0", "include": "../ns.json"}]})
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    write_json(tmp_path / "ns.json", db_config(7002, None))  # where a normalised path would point
+    assert SonicDBGlobalConfig.load(tmp_path / "link" / "database_global.json").instance_of("APPL_DB", "asic0").port == 7001
+
+
+def test_absolute_include(tmp_path: Path) -> None:
+    absolute = write_json(tmp_path / "abs" / "database_config.json", db_config(7003, None))
+    path = write_json(tmp_path / "g" / "database_global.json", {"INCLUDES": [{"namespace": "asic0", "include": str(absolute)}]})
+    assert SonicDBGlobalConfig.load(path).instance_of("APPL_DB", "asic0").port == 7003
+
+
+def test_env_var_and_default_path(layout: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert GLOBAL_DEFAULT_PATH == "/var/run/redis/sonic-db/database_global.json"
+    monkeypatch.setenv(GLOBAL_ENV_VAR, str(layout))
+    assert SonicDBGlobalConfig.load().path == str(layout)
+    other = sonic_layout(tmp_path / "other", {"asic0": db_config(7004, None)})
+    assert SonicDBGlobalConfig.load(other).namespaces() == ["asic0"], "an explicit path wins"
+    monkeypatch.delenv(GLOBAL_ENV_VAR)
+    if Path(GLOBAL_DEFAULT_PATH).exists():
+        pytest.skip("a real SONiC database_global.json is installed here")
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load()
+    assert GLOBAL_DEFAULT_PATH in str(err.value)
+
+
+def test_missing_include_names_the_global_file_and_the_index(layout: Path) -> None:
+    (layout.parent.parent.parent / "redis1" / "sonic-db" / "database_config.json").unlink()
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(layout)
+    assert err.value.path == str(layout)
+    assert err.value.field == "INCLUDES.2.include"
+    message = str(err.value)
+    assert "../../redis1/sonic-db/database_config.json" in message and "No such file" in message
+
+
+def test_ignore_nonexistent_skips_missing_includes(tmp_path: Path) -> None:
+    """main.cpp with database_global_with_invalid_include.json: the missing dpu1 include is skipped."""
+    write_json(tmp_path / "database_config.json", db_config(6379, None))
+    write_json(tmp_path / "dpu0.json", db_config(6390, None))
+    write_json(tmp_path / "dpu2.json", db_config(6392, None))
+    path = write_json(tmp_path / "sonic-db" / "database_global.json", {"INCLUDES": [
+        {"include": "../database_config.json"},
+        {"container_name": "dpu0", "include": "../dpu0.json"},
+        {"container_name": "dpu1", "include": "../non_existent.json"},
+        {"container_name": "dpu2", "include": "../dpu2.json"},
+    ], "VERSION": "1.0"})
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(path)
+    assert err.value.field == "INCLUDES.2.include"
+    cfg = SonicDBGlobalConfig.load(path, ignore_nonexistent=True)
+    assert sorted(k.container_name for k in cfg.keys()) == ["", "dpu0", "dpu2"]
+    assert cfg.namespaces() == [""]
+    assert cfg.instance_of("APPL_DB", "", "dpu2").port == 6392
+
+
+def test_unreadable_include_names_the_global_file(layout: Path) -> None:
+    include = layout.parent.parent.parent / "redis0" / "sonic-db" / "database_config.json"
+    include.unlink()
+    include.mkdir()  # a directory cannot be read, even by root
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(layout)
+    assert (err.value.path, err.value.field) == (str(layout), "INCLUDES.1.include")
+
+
+def test_bad_include_content_names_its_file_field_and_the_global_file(layout: Path) -> None:
+    include = layout.parent.parent.parent / "redis0" / "sonic-db" / "database_config.json"
+    doc = json.loads(include.read_text())
+    doc["DATABASES"]["STATE_DB"]["separator"] = "/"
+    include.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(layout)
+    assert err.value.path.endswith("redis0/sonic-db/database_config.json")
+    assert err.value.field == "DATABASES.STATE_DB.separator"
+    assert f"{layout} INCLUDES.1" in str(err.value)
+    include.write_text("{")
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(layout)
+    assert (err.value.path, err.value.field) == (str(layout), "INCLUDES.1.include")
+    assert "not valid JSON" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"VERSION": "1.0"}, "INCLUDES"),
+        ({"INCLUDES": {"include": "x.json"}}, "INCLUDES"),
+        ({"INCLUDES": [{"namespace": "asic0"}]}, "INCLUDES.0.include"),
+        ({"INCLUDES": [{"include": "a.json", "namespace": 0}]}, "INCLUDES.0.namespace"),
+        ({"INCLUDES": [{"include": "a.json", "container_name": ["dpu0"]}]}, "INCLUDES.0.container_name"),
+    ],
+)
+def test_bad_global_file_names_the_field(tmp_path: Path, doc: dict[str, Any], field: str) -> None:
+    path = write_json(tmp_path / "database_global.json", doc)
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(path)
+    assert (err.value.path, err.value.field) == (str(path), field)
+    assert str(path) in str(err.value) and field in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["{", "", "[1]"])
+def test_malformed_global_file_names_the_file(tmp_path: Path, text: str) -> None:
+    path = write_json(tmp_path / "database_global.json", text)
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_missing_global_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        SonicDBGlobalConfig.load(tmp_path / "database_global.json")
+    assert str(tmp_path / "database_global.json") in str(err.value) and "cannot read" in str(err.value)
+
+
+def test_null_and_empty_namespace_are_the_default_and_unknown_keys_are_accepted(tmp_path: Path) -> None:
+    write_json(tmp_path / "a.json", db_config(7010, None))
+    write_json(tmp_path / "b.json", db_config(7011, None))
+    path = write_json(tmp_path / "database_global.json", {
+        "INCLUDES": [
+            {"include": "a.json", "namespace": None, "container_name": None, "database_type": "local"},
+            {"include": "b.json", "namespace": "", "container_name": ""},
+        ],
+        "VERSION": "1.0",
+        "FUTURE_KEY": {"anything": True},
+    })
+    cfg = SonicDBGlobalConfig.load(path)
+    assert cfg.keys() == [SonicDBKey("", "")]
+    assert cfg.instance_of("APPL_DB").port == 7011, "a later include for the same namespace wins, as in C++"
+
+
+def test_from_dict_resolves_includes_from_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_json(tmp_path / "asic0.json", db_config(7020, None))
+    monkeypatch.chdir(tmp_path)
+    cfg = SonicDBGlobalConfig.from_dict({"INCLUDES": [{"include": "asic0.json", "namespace": "asic0"}]})
+    assert cfg.path is None and cfg.instance_of("APPL_DB", "asic0").port == 7020
+    with pytest.raises(UnknownNamespaceError) as err:
+        cfg.config("")
+    assert "known namespaces: 'asic0'" in str(err.value)
