@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .dbconfig import SonicDBConfig, check_separator
+from .dbconfig import SonicDBConfig, SonicDBGlobalConfig, check_separator, resolve_config
 from .errors import RedisUnreachableError
 from .lua import Script
 from .wire import pack_command, use_hiredis_packing
@@ -54,11 +54,14 @@ class DBConnector:
         db_id: int,
         separator: str = ":",
         name: str | None = None,
+        namespace: str = "",
     ) -> None:
         self.redis = use_hiredis_packing(client)
         self.db_id = db_id
         self.separator = check_separator(separator)
         self.name = name
+        #: the network namespace (multi-ASIC) whose database this is; "" is the host's
+        self.namespace = namespace
         self._loaded: set[str] = set()
         #: the connection _send_all uses when no other task does (outside redis-py's pool)
         self._own: AbstractConnection | None = None
@@ -70,23 +73,28 @@ class DBConnector:
     async def connect(
         cls,
         db_name: str,
-        config: SonicDBConfig | str | os.PathLike[str] | None = None,
+        config: SonicDBConfig | SonicDBGlobalConfig | str | os.PathLike[str] | None = None,
         *,
+        namespace: str | None = None,
         username: str | None = None,
         password: str | None = None,
         ssl: bool = False,
     ) -> DBConnector:
-        """Connect to `db_name` as database_config.json places it (unix socket preferred)."""
-        if not isinstance(config, SonicDBConfig):
-            config = SonicDBConfig.load(config)
-        info = config.database(db_name)
-        inst = config.instances[info.instance]
+        """Connect to `db_name` as database_config.json places it (unix socket preferred).
+
+        With a `namespace` (multi-ASIC), `config` is database_global.json (a path, a
+        SonicDBGlobalConfig, or None for $SWSSD_DB_GLOBAL_CONFIG, else SONiC's default) and the
+        database is the one of that namespace.
+        """
+        placed = resolve_config(config, namespace)
+        info = placed.database(db_name)
+        inst = placed.instances[info.instance]
         kwargs: dict[str, Any] = dict(client_options(), db=info.id, username=username, password=password)
         if inst.unix_socket_path:
             client = aioredis.Redis(unix_socket_path=inst.unix_socket_path, **kwargs)
         else:
             client = aioredis.Redis(host=inst.hostname, port=inst.port, ssl=ssl, **kwargs)
-        db = cls(client, db_id=info.id, separator=info.separator, name=db_name)
+        db = cls(client, db_id=info.id, separator=info.separator, name=db_name, namespace=namespace or "")
         await db.ping()
         return db
 
@@ -235,7 +243,10 @@ class DBConnector:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"DBConnector(name={self.name!r}, db_id={self.db_id}, address={self.address!r})"
+        return (
+            f"DBConnector(name={self.name!r}, namespace={self.namespace!r}, db_id={self.db_id}, "
+            f"address={self.address!r})"
+        )
 
 
 def _stale(conn: Any) -> bool:

@@ -5,13 +5,26 @@ tests/redis_multi_ns_ut.cpp and the database_global.json part of tests/main.cpp.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
-from swssd import ConfigError, SonicDBGlobalConfig, UnknownDatabaseError, UnknownNamespaceError
+from swssd import (
+    ConfigError,
+    ConsumerStateTable,
+    DBConnector,
+    ProducerStateTable,
+    SonicDBConfig,
+    SonicDBGlobalConfig,
+    Table,
+    UnknownDatabaseError,
+    UnknownNamespaceError,
+)
 from swssd.dbconfig import GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
+from swssd.embedded_redis import EmbeddedRedis
 
 DATABASES = {
     "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
@@ -282,3 +295,114 @@ def test_from_dict_resolves_includes_from_the_working_directory(tmp_path: Path, 
     with pytest.raises(UnknownNamespaceError) as err:
         cfg.config("")
     assert "known namespaces: 'asic0'" in str(err.value)
+
+
+# -- connecting by (database, namespace) to real redis-servers -------------------------------
+
+
+@pytest.fixture(scope="module")
+def asic_servers() -> Iterator[dict[str, EmbeddedRedis]]:
+    """Two more real redis-servers, one per ASIC namespace."""
+    with EmbeddedRedis() as asic0, EmbeddedRedis() as asic1:
+        yield {"asic0": asic0, "asic1": asic1}
+
+
+@pytest.fixture
+def servers(clean_redis: EmbeddedRedis, asic_servers: dict[str, EmbeddedRedis]) -> dict[str, EmbeddedRedis]:
+    """Namespace -> its emptied server; "" (the host's) is the session server."""
+    for server in asic_servers.values():
+        with redis.Redis(port=server.port) as raw:
+            raw.flushall()
+            raw.script_flush()
+    return {"": clean_redis, **asic_servers}
+
+
+@pytest.fixture
+def live_layout(servers: dict[str, EmbeddedRedis], tmp_path: Path) -> Path:
+    """database_global.json for the real servers: the host's and asic1 by unix socket, asic0 by TCP."""
+    return sonic_layout(tmp_path / "var" / "run", {
+        "": db_config(servers[""].port, servers[""].unix_socket),
+        "asic0": db_config(servers["asic0"].port, None),
+        "asic1": db_config(servers["asic1"].port, servers["asic1"].unix_socket),
+    })
+
+
+def raw_client(server: EmbeddedRedis, db: int) -> redis.Redis:
+    return redis.Redis(port=server.port, db=db, decode_responses=True)
+
+
+async def test_each_namespace_writes_to_its_own_server(servers: dict[str, EmbeddedRedis], live_layout: Path) -> None:
+    cfg = SonicDBGlobalConfig.load(live_layout)
+    for namespace in ("", "asic0", "asic1"):
+        async with await DBConnector.connect("STATE_DB", cfg, namespace=namespace) as db:
+            assert (db.namespace, db.db_id, db.separator, db.name) == (namespace, 6, "|", "STATE_DB")
+            assert f"namespace={namespace!r}" in repr(db)
+            await Table(db, "NS_TABLE").set("k", [("written_in", namespace or "host")])
+    async with await DBConnector.connect("STATE_DB", cfg, namespace="asic0") as db:
+        assert db.address == f"127.0.0.1:{servers['asic0'].port}"
+    async with await DBConnector.connect("STATE_DB", cfg, namespace="asic1") as db:
+        assert db.address == f"unix:{servers['asic1'].unix_socket}"
+    for namespace, server in servers.items():
+        with raw_client(server, 6) as raw:
+            assert raw.keys("*") == ["NS_TABLE|k"]
+            assert raw.hgetall("NS_TABLE|k") == {"written_in": namespace or "host"}
+
+
+async def test_table_in_a_namespace(servers: dict[str, EmbeddedRedis], live_layout: Path) -> None:
+    """redis_multi_ns_ut.cpp TableNetnsTest on STATE_DB2 of asic0."""
+    async with await DBConnector.connect("STATE_DB2", live_layout, namespace="asic0") as db:
+        t = Table(db, "TABLE_NS_TEST")
+        values = [(f"field_{i}", str(i)) for i in range(1, 4)]
+        await t.set("a", values)
+        await t.set("b", values)
+        assert sorted(await t.keys()) == ["a", "b"]
+        assert await t.dump() == {"a": dict(values), "b": dict(values)}
+        await t.delete("a")
+        assert await t.get("a") is None
+        assert await t.get("b") == values
+        await t.delete("b")
+        assert await t.dump() == {}
+        await t.hset("k", "f1", "v1")
+        await t.hset("k", "f2", "v2")
+        await t.hset("k", "", "")
+        assert (await t.hget("k", "f1"), await t.hget("k", "f2"), await t.hget("k", "")) == ("v1", "v2", "")
+        assert await t.hget("k", "e") is None
+    with raw_client(servers["asic0"], 13) as raw:
+        assert raw.keys("*") == ["TABLE_NS_TEST|k"]
+    for namespace in ("", "asic1"):
+        with raw_client(servers[namespace], 13) as raw:
+            assert raw.dbsize() == 0
+
+
+async def test_state_channel_stays_in_its_namespace(live_layout: Path) -> None:
+    cfg = SonicDBGlobalConfig.load(live_layout)
+    async with await DBConnector.connect("APPL_DB", cfg, namespace="asic0") as asic0, \
+            await DBConnector.connect("APPL_DB", cfg, namespace="asic1") as asic1:
+        await ProducerStateTable(asic0, "PORT_TABLE").set("Ethernet0", [("speed", "100000")])
+        assert await ConsumerStateTable(asic1, "PORT_TABLE").pops() == []
+        popped = await ConsumerStateTable(asic0, "PORT_TABLE").pops()
+        assert [(k.key, k.op, k.fvs) for k in popped] == [("Ethernet0", "SET", [("speed", "100000")])]
+
+
+async def test_what_config_a_namespace_is_resolved_through(servers: dict[str, EmbeddedRedis], live_layout: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    host_config = live_layout.parent.parent / "sonic-db" / "database_config.json"
+    # the path of database_global.json, and $SWSSD_DB_GLOBAL_CONFIG without one
+    async with await DBConnector.connect("APPL_DB", str(live_layout), namespace="asic1") as db:
+        assert db.address == f"unix:{servers['asic1'].unix_socket}"
+    monkeypatch.setenv(GLOBAL_ENV_VAR, str(live_layout))
+    async with await DBConnector.connect("APPL_DB", namespace="asic0") as db:
+        assert db.address == f"127.0.0.1:{servers['asic0'].port}"
+    # no namespace (None or ""): database_config.json exactly as before, or the global file's default
+    for namespace in (None, ""):
+        async with await DBConnector.connect("APPL_DB", host_config, namespace=namespace) as db:
+            assert (db.namespace, db.address) == ("", f"unix:{servers[''].unix_socket}")
+    async with await DBConnector.connect("APPL_DB", SonicDBGlobalConfig.load(live_layout)) as db:
+        assert (db.namespace, db.address) == ("", f"unix:{servers[''].unix_socket}")
+    # one namespace's database_config.json cannot place another namespace
+    with pytest.raises(ConfigError) as err:
+        await DBConnector.connect("APPL_DB", SonicDBConfig.load(host_config), namespace="asic0")
+    assert str(host_config) in str(err.value) and "database_global.json" in str(err.value)
+    with pytest.raises(UnknownNamespaceError) as unknown:
+        await DBConnector.connect("APPL_DB", live_layout, namespace="asic7")
+    assert "'asic0', 'asic1'" in str(unknown.value)
