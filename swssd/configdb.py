@@ -1,0 +1,343 @@
+"""ConfigDBConnector: CONFIG_DB's typed entries, read and written as swsscommon's Python
+ConfigDBConnector (ConfigDBPipeConnector for get_config/mod_config) leaves them in Redis.
+
+Typed values follow swsscommon's conventions: a field `name@` holds a comma-joined list (a Python
+list here), any other value is stored as `str(value)`, an entry with no fields is stored as
+`NULL: NULL` and the `NULL` field is dropped on read, tuple keys are joined with the separator.
+Table names are upper-cased (ASCII only, as C++ toupper) in every entry, table and key access;
+get_config returns table names as Redis holds them. Fields are written in std::map order (bytes),
+so a new hash's fields sit in Redis in the same order as after the C++ call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias, overload
+
+from .connector import DBConnector
+
+ConfigKey: TypeAlias = str | tuple[str, ...]
+"""An entry key: a string, or a tuple for a multi-key table (joined with the separator)."""
+TypedEntry: TypeAlias = dict[str, str | list[str]]
+RawEntry: TypeAlias = dict[str, str]
+TypedConfig: TypeAlias = dict[str, dict[ConfigKey, TypedEntry]]
+
+CONFIG_DB_ID = 4
+CONFIG_DB_SEPARATOR = "|"
+#: stored as field and value of an entry with no fields
+NULL_FIELD = "NULL"
+#: SCAN's COUNT hint: the C++ pipe connector asks for 30, more means fewer round trips, same keys
+SCAN_COUNT = 1000
+
+
+def _cpp_order(text: str) -> bytes:
+    """Sort key of std::map<std::string, ...>: the UTF-8 bytes, unsigned."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _ascii_upper(table: str) -> str:
+    """C++ to_upper: ::toupper byte by byte in the C locale, so only a-z change."""
+    if not isinstance(table, str):
+        raise TypeError(f"table name must be str, not {type(table).__name__}")
+    return table.encode("utf-8", "surrogateescape").upper().decode("utf-8", "surrogateescape")
+
+
+def _in_cpp_order(raw: Mapping[str, str]) -> RawEntry:
+    """The entry as swsscommon hands it to Python: a std::map, fields in byte order."""
+    return {field: raw[field] for field in sorted(raw, key=_cpp_order)}
+
+
+def typed_to_raw(typed: Mapping[Any, Any] | None) -> dict[Any, str]:
+    """Typed entry to Redis fields, as swsscommon: None -> {} (delete), {} -> NULL: NULL,
+    a list (exactly `list`) -> `field@` comma-joined, anything else -> str(value)."""
+    if typed is None:
+        return {}
+    if len(typed) == 0:
+        return {NULL_FIELD: NULL_FIELD}
+    raw: dict[Any, str] = {}
+    for field, value in typed.items():
+        if type(value) is list:
+            raw[field + "@"] = ",".join(value)
+        else:
+            raw[field] = str(value)
+    return raw
+
+
+@overload
+def raw_to_typed(raw: None) -> None: ...
+@overload
+def raw_to_typed(raw: Mapping[str, str]) -> TypedEntry: ...
+def raw_to_typed(raw: Mapping[str, str] | None) -> TypedEntry | None:
+    """Redis fields to a typed entry, as swsscommon: `NULL` dropped, `field@` split on ','
+    into `field` (a later field of the same name wins, in the mapping's order)."""
+    if raw is None:
+        return None
+    typed: TypedEntry = {}
+    for field, value in raw.items():
+        if field == NULL_FIELD:
+            continue
+        if field.endswith("@"):
+            typed[field[:-1]] = value.split(",")
+        else:
+            typed[field] = value
+    return typed
+
+
+def serialize_key(key: ConfigKey, separator: str = CONFIG_DB_SEPARATOR) -> str:
+    """A tuple (exactly `tuple`) joined with `separator`; anything else through str()."""
+    if type(key) is tuple:
+        return separator.join(key)
+    return str(key)
+
+
+def deserialize_key(key: str, separator: str = CONFIG_DB_SEPARATOR) -> ConfigKey:
+    """Split on `separator`: a tuple when there is more than one part, else the string."""
+    parts = key.split(separator)
+    return tuple(parts) if len(parts) > 1 else key
+
+
+def _hset_command(hash_key: str, raw: Mapping[Any, str]) -> tuple[str, ...]:
+    """HSET of every field in std::map order; a field that is not a str is refused before
+    anything is sent, as swsscommon's conversion to std::map refuses it."""
+    for field in raw:
+        if not isinstance(field, str):
+            raise TypeError(f"field name must be str, not {type(field).__name__}: {field!r}")
+    return ("HSET", hash_key, *(x for field in sorted(raw, key=_cpp_order) for x in (field, raw[field])))
+
+
+class ConfigDBConnector:
+    """swsscommon's ConfigDBConnector over one DBConnector (CONFIG_DB, or any database: its
+    separator separates table from key and the parts of tuple keys).
+
+    Writes of several commands (set_entry's replace, mod_config, delete_table) run in one
+    MULTI/EXEC, as ConfigDBPipeConnector does; get_config reads with SCAN and HGETALLs in
+    MULTI/EXEC batches, the next SCAN riding in the same round trip.
+    """
+
+    typed_to_raw = staticmethod(typed_to_raw)
+    raw_to_typed = staticmethod(raw_to_typed)
+
+    def __init__(self, db: DBConnector) -> None:
+        self.db = db
+        self.separator = db.separator
+
+    @classmethod
+    async def connect(
+        cls,
+        db_name: str = "CONFIG_DB",
+        config: Any = None,
+        *,
+        namespace: str | None = None,
+        **options: Any,
+    ) -> ConfigDBConnector:
+        """Connect through database_config.json (`config` and `options` as DBConnector.connect
+        takes them); `namespace` is passed on only when given, for multi-ASIC systems."""
+        if namespace is not None:
+            options["namespace"] = namespace
+        return cls(await DBConnector.connect(db_name, config, **options))
+
+    @classmethod
+    async def from_url(
+        cls,
+        url: str,
+        db_id: int = CONFIG_DB_ID,
+        separator: str = CONFIG_DB_SEPARATOR,
+        name: str = "CONFIG_DB",
+    ) -> ConfigDBConnector:
+        """Connect by URL, to CONFIG_DB's id and separator unless told otherwise."""
+        return cls(await DBConnector.from_url(url, db_id=db_id, separator=separator, name=name))
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def serialize_key(self, key: ConfigKey) -> str:
+        """`key` as it appears after `TABLE<sep>` in Redis, with this database's separator."""
+        return serialize_key(key, self.separator)
+
+    def deserialize_key(self, key: str) -> ConfigKey:
+        """A Redis row key back to a string or tuple, with this database's separator."""
+        return deserialize_key(key, self.separator)
+
+    def _hash(self, table: str, key: ConfigKey) -> str:
+        return f"{_ascii_upper(table)}{self.separator}{self.serialize_key(key)}"
+
+    def _pattern(self, table: str) -> str:
+        """The KEYS/SCAN pattern of a table; glob characters in `table` stay globs, as in C++."""
+        return f"{_ascii_upper(table)}{self.separator}*"
+
+    # -- entries --------------------------------------------------------------------------
+
+    async def set_entry(self, table: str, key: ConfigKey, data: Mapping[str, Any] | None) -> None:
+        """Replace the entry with `data` (fields not in it are removed); None deletes it,
+        {} leaves only `NULL: NULL`. HGETALL, then HSET and one HDEL per dropped field in
+        MULTI/EXEC, as ConfigDBPipeConnector.set_entry."""
+        hash_key = self._hash(table, key)
+        raw = typed_to_raw(data)
+        if not raw:
+            await self.db.redis.delete(hash_key)
+            return
+        hset = _hset_command(hash_key, raw)
+        original = await self.db.redis.hgetall(hash_key)
+        async with self.db.redis.pipeline(transaction=True) as pipe:
+            pipe.execute_command(*hset)
+            for field in sorted(original, key=_cpp_order):
+                if field not in raw:
+                    pipe.hdel(hash_key, field)
+            await pipe.execute()
+
+    async def mod_entry(self, table: str, key: ConfigKey, data: Mapping[str, Any] | None) -> None:
+        """Merge `data` into the entry (other fields stay); None deletes it, {} adds `NULL: NULL`."""
+        hash_key = self._hash(table, key)
+        raw = typed_to_raw(data)
+        if not raw:
+            await self.db.redis.delete(hash_key)
+            return
+        await self.db.redis.execute_command(*_hset_command(hash_key, raw))
+
+    async def get_entry(self, table: str, key: ConfigKey) -> TypedEntry:
+        """The typed entry; {} when it does not exist."""
+        raw = await self.db.redis.hgetall(self._hash(table, key))
+        return raw_to_typed(_in_cpp_order(raw))
+
+    async def get_keys(self, table: str, split: bool = True) -> list[ConfigKey]:
+        """The table's keys (KEYS, in Redis's order), deserialized; with split=False the whole
+        Redis key is deserialized, table name included, as swsscommon does."""
+        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        if split:
+            keys = [_row(key, self.separator) or "" for key in keys]
+        return [self.deserialize_key(key) for key in keys]
+
+    async def get_table(self, table: str) -> dict[ConfigKey, TypedEntry]:
+        """Every entry of the table: KEYS, then all HGETALLs in one MULTI/EXEC."""
+        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        if not keys:
+            return {}
+        async with self.db.redis.pipeline(transaction=True) as pipe:
+            for key in keys:
+                pipe.hgetall(key)
+            entries = await pipe.execute()
+        rows: dict[str, RawEntry] = {}
+        for key, entry in zip(keys, entries):
+            row = _row(key, self.separator)
+            if row is not None:
+                rows[row] = entry
+        return {
+            self.deserialize_key(row): raw_to_typed(_in_cpp_order(rows[row]))
+            for row in sorted(rows, key=_cpp_order)
+        }
+
+    async def delete_table(self, table: str) -> None:
+        """Delete every entry of the table: KEYS, then one DEL each in one MULTI/EXEC."""
+        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        if not keys:
+            return
+        async with self.db.redis.pipeline(transaction=True) as pipe:
+            for key in keys:
+                pipe.delete(key)
+            await pipe.execute()
+
+    # -- whole configuration --------------------------------------------------------------
+
+    async def mod_config(
+        self, data: Mapping[str, Mapping[ConfigKey, Mapping[str, Any] | None] | None]
+    ) -> None:
+        """Merge many tables in one MULTI/EXEC, as ConfigDBPipeConnector.mod_config.
+
+        A table given as {} is left alone, None deletes the table (its keys found by SCAN
+        before the transaction, so entries this call creates survive, as in C++); per entry
+        None deletes it and any other value is merged as mod_entry merges it. Tables run in
+        std::map order of their names, entries in that of their keys, as the C++ receives them.
+        """
+        raw_config: dict[str, dict[str, dict[Any, str]]] = {}
+        for table_name, table_data in data.items():
+            if table_data == {}:
+                continue
+            raw_config[table_name] = {}
+            if table_data is None:
+                continue
+            for key, entry in table_data.items():
+                raw_config[table_name][self.serialize_key(key)] = typed_to_raw(entry)
+
+        commands: list[tuple[str, ...]] = []
+        for table_name in sorted(raw_config, key=_cpp_order):
+            rows = raw_config[table_name]
+            if not rows:
+                commands += [("DEL", key) for key in await self._scan(self._pattern(table_name))]
+                continue
+            for raw_key in sorted(rows, key=_cpp_order):
+                hash_key = f"{_ascii_upper(table_name)}{self.separator}{raw_key}"
+                raw = rows[raw_key]
+                commands.append(_hset_command(hash_key, raw) if raw else ("DEL", hash_key))
+        if not commands:
+            return
+        async with self.db.redis.pipeline(transaction=True) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            await pipe.execute()
+
+    async def _scan(self, pattern: str) -> list[str]:
+        """Every key matching `pattern`, by SCAN (a key may come twice, as SCAN allows)."""
+        found: list[str] = []
+        cursor = 0
+        while True:
+            cursor, keys = await self.db.redis.scan(cursor, match=pattern, count=SCAN_COUNT)
+            found += keys
+            if cursor == 0:
+                return found
+
+    async def get_config(self) -> TypedConfig:
+        """Every table of the database: `{table: {key: entry}}`; Redis keys without the
+        separator are not config entries and are skipped.
+
+        SCAN batches as ConfigDBPipeConnector.get_config, each batch's HGETALLs in one
+        MULTI/EXEC with the next SCAN queued behind them: one round trip per batch.
+        """
+        raw_config: dict[str, dict[str, RawEntry]] = {}
+        cursor, keys = await self.db.redis.scan(0, match="*", count=SCAN_COUNT)
+        while True:
+            wanted = [key for key in keys if self.separator in key]
+            if not wanted and cursor == 0:
+                break
+            async with self.db.redis.pipeline(transaction=True) as pipe:
+                for key in wanted:
+                    pipe.hgetall(key)
+                if cursor != 0:
+                    pipe.scan(cursor, match="*", count=SCAN_COUNT)
+                replies = await pipe.execute()
+            for key, entry in zip(wanted, replies):
+                table_name, _, row = key.partition(self.separator)
+                merged = raw_config.setdefault(table_name, {}).setdefault(row, {})
+                for field, value in entry.items():
+                    merged.setdefault(field, value)  # std::map::emplace: a repeated key adds nothing
+            if cursor == 0:
+                break
+            cursor, keys = replies[-1]
+
+        config: TypedConfig = {}
+        for table_name in sorted(raw_config, key=_cpp_order):
+            rows = raw_config[table_name]
+            config[table_name] = {
+                self.deserialize_key(row): raw_to_typed(_in_cpp_order(rows[row]))
+                for row in sorted(rows, key=_cpp_order)
+            }
+        return config
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the underlying DBConnector."""
+        await self.db.close()
+
+    async def __aenter__(self) -> ConfigDBConnector:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"ConfigDBConnector({self.db!r})"
+
+
+def _row(key: str, separator: str) -> str | None:
+    """What follows the first separator of a Redis key, or None without one."""
+    pos = key.find(separator)
+    return key[pos + 1:] if pos >= 0 else None
