@@ -16,10 +16,18 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import logging as swssd_logging
 from .embedded_redis import EmbeddedRedis
-from .errors import ConfigError, InvalidSeparatorError, RedisUnreachableError, SwssdError, UnknownDatabaseError
+from .errors import (
+    ConfigError,
+    InvalidSeparatorError,
+    RedisUnreachableError,
+    SwssdError,
+    UnknownDatabaseError,
+    UnknownNamespaceError,
+)
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError
 from .tools import dump, produce, status
+from .tools.connect import ConnectionOptionsError, namespaced
 
 EXIT_CONFIG = 2
 EXIT_PLUGIN = 3
@@ -30,10 +38,13 @@ _EPILOG = f"""exit status: 0 stopped cleanly, 1 failure or forced stop, {EXIT_CO
 _TOOL_EPILOG = (
     f"exit status: 0 done; 1 Redis unreachable or a Redis error; {EXIT_CONFIG} bad arguments, input file "
     "or database config. Connection: --db names a database in database_config.json (--db-config, else "
-    "$SWSSD_DB_CONFIG, else /var/run/redis/sonic-db/database_config.json); --url bypasses that file."
+    "$SWSSD_DB_CONFIG, else /var/run/redis/sonic-db/database_config.json); --url bypasses that file; "
+    "--namespace NS (multi-ASIC) takes the database of namespace NS from database_global.json "
+    "(--db-global-config, else $SWSSD_DB_GLOBAL_CONFIG, else /var/run/redis/sonic-db/database_global.json)."
 )
 
 _CONNECT_HINT = "give the file with --db-config PATH (or $SWSSD_DB_CONFIG), or connect with --url"
+_GLOBAL_HINT = "give database_global.json with --db-global-config PATH (or $SWSSD_DB_GLOBAL_CONFIG)"
 
 
 def _fail(message: str, code: int, prog: str = "swssd") -> int:
@@ -106,12 +117,14 @@ def _run_tool(name: str, body: Callable[[argparse.Namespace], Awaitable[int]], a
     prog = f"swssd {name}"
     try:
         return int(uvloop.run(body(args)))
-    except produce.OperationError as exc:
+    except (produce.OperationError, ConnectionOptionsError) as exc:
         return _fail(str(exc), EXIT_CONFIG, prog)
     except UnknownDatabaseError as exc:
         return _fail(f"{exc}; pass one of them with --db", EXIT_CONFIG, prog)
+    except UnknownNamespaceError as exc:
+        return _fail(f"{exc}; pass one of them with --namespace", EXIT_CONFIG, prog)
     except (ConfigError, InvalidSeparatorError) as exc:
-        return _fail(f"{exc}; {_CONNECT_HINT}", EXIT_CONFIG, prog)
+        return _fail(f"{exc}; {_GLOBAL_HINT if namespaced(args) else _CONNECT_HINT}", EXIT_CONFIG, prog)
     except RedisUnreachableError as exc:
         return _fail(str(exc), 1, prog)
     except (RedisConnectionError, RedisTimeoutError) as exc:

@@ -5,6 +5,9 @@ tests/redis_multi_ns_ut.cpp and the database_global.json part of tests/main.cpp.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +26,8 @@ from swssd import (
     UnknownDatabaseError,
     UnknownNamespaceError,
 )
-from swssd.dbconfig import GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.dbconfig import ENV_VAR, GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
+from swssd.embedded_redis import EmbeddedRedis, free_port
 
 DATABASES = {
     "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
@@ -406,3 +409,73 @@ async def test_what_config_a_namespace_is_resolved_through(servers: dict[str, Em
     with pytest.raises(UnknownNamespaceError) as unknown:
         await DBConnector.connect("APPL_DB", live_layout, namespace="asic7")
     assert "'asic0', 'asic1'" in str(unknown.value)
+
+
+# -- swssd produce / dump --namespace --------------------------------------------------------
+
+
+def swssd(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, GLOBAL_ENV_VAR)}
+    return subprocess.run([sys.executable, "-m", "swssd.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=60, env={**clean, **env})
+
+
+def ok(*args: str | Path, **env: str) -> str:
+    out = swssd(*args, **env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+async def test_cli_produce_and_dump_in_a_namespace(servers: dict[str, EmbeddedRedis], live_layout: Path) -> None:
+    out = ok("produce", "--db-global-config", live_layout, "--namespace", "asic0", "--table", "PORT_TABLE",
+             "set", "Ethernet0", "speed=100000", "mtu=9100")
+    assert out.strip() == "produced 1 operation(s) to APPL_DB in namespace asic0"
+    ok("produce", "-n", "asic1", "--db", "CONFIG_DB", "--table", "PORT", "set", "Ethernet8", "admin_status=up",
+       SWSSD_DB_GLOBAL_CONFIG=str(live_layout))
+    async with await DBConnector.connect("APPL_DB", live_layout, namespace="asic0") as db:
+        await ConsumerStateTable(db, "PORT_TABLE").pops()
+    async with await DBConnector.connect("CONFIG_DB", live_layout, namespace="asic1") as db:
+        await ConsumerStateTable(db, "PORT").pops()
+
+    def dump(*args: str) -> Any:
+        return json.loads(ok("dump", "--db-global-config", live_layout, *args))
+
+    assert dump("--namespace", "asic0") == {"PORT_TABLE": {"Ethernet0": {"mtu": "9100", "speed": "100000"}}}
+    assert dump("--namespace", "asic1", "--db", "CONFIG_DB") == {"PORT": {"Ethernet8": {"admin_status": "up"}}}
+    assert dump("--namespace", "asic1") == {}
+    assert dump() == {}, "without --namespace: the host's namespace of database_global.json"
+    host_config = live_layout.parent.parent / "sonic-db" / "database_config.json"
+    assert json.loads(ok("dump", "--db-config", host_config)) == {}
+    with raw_client(servers["asic1"], 4) as raw:
+        assert raw.hgetall("PORT|Ethernet8") == {"admin_status": "up"}
+
+
+def test_cli_namespace_errors_are_one_line(servers: dict[str, EmbeddedRedis], live_layout: Path, tmp_path: Path) -> None:
+    host_config = live_layout.parent.parent / "sonic-db" / "database_config.json"
+    broken = sonic_layout(tmp_path / "broken", {"": db_config(1, None), "asic0": db_config(1, None)})
+    (broken.parent.parent.parent / "redis0" / "sonic-db" / "database_config.json").unlink()
+    closed = sonic_layout(tmp_path / "closed", {"asic0": db_config(free_port(), None)})
+    g = str(live_layout)
+    cases: list[tuple[list[str | Path], int, list[str]]] = [
+        (["dump", "--db-global-config", g, "--namespace", "asic9"], 2,
+         ["unknown namespace 'asic9'", "'asic0', 'asic1'", "--namespace"]),
+        (["produce", "--db-global-config", g, "-n", "asic0", "--table", "T", "set", "k", "a=1", "--db", "APP_DB"], 2,
+         ["APP_DB", "APPL_DB", "--db"]),
+        (["dump", "--url", servers["asic0"].url, "--namespace", "asic0"], 2, ["--url", "--namespace"]),
+        (["dump", "--db-config", host_config, "--namespace", "asic0"], 2, ["--db-config", "--db-global-config"]),
+        (["dump", "--db-config", host_config, "--db-global-config", g], 2, ["--db-config", "--db-global-config"]),
+        (["dump", "--db-global-config", tmp_path / "absent.json", "-n", "asic0"], 2,
+         ["absent.json", "cannot read", "--db-global-config"]),
+        (["dump", "--db-global-config", broken, "-n", "asic0"], 2, [str(broken), "INCLUDES.1.include", "--db-global-config"]),
+        (["produce", "--db-global-config", closed, "-n", "asic0", "--table", "T", "del", "k"], 1, ["127.0.0.1:"]),
+    ]
+    for args, code, needles in cases:
+        out = swssd(*args)
+        where = f"swssd {' '.join(map(str, args))}: {out.stderr!r}"
+        assert out.returncode == code, where
+        assert out.stdout == "", where
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, where
+        assert all(n in out.stderr for n in needles), where
+    missing = swssd("dump", "-n", "asic0")  # neither --db-global-config nor $SWSSD_DB_GLOBAL_CONFIG
+    if not Path(GLOBAL_DEFAULT_PATH).exists():
+        assert missing.returncode == 2 and GLOBAL_DEFAULT_PATH in missing.stderr

@@ -1,4 +1,5 @@
-"""How the tools reach a database: --url, else database_config.json (--db-config, $SWSSD_DB_CONFIG, SONiC default)."""
+"""How the tools reach a database: --url, else database_config.json (--db-config, $SWSSD_DB_CONFIG, SONiC
+default), or with --namespace database_global.json (--db-global-config, $SWSSD_DB_GLOBAL_CONFIG, SONiC default)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import argparse
 from urllib.parse import urlsplit
 
 from ..connector import DBConnector
+from ..dbconfig import SonicDBGlobalConfig
 from ..errors import ConfigError, SwssdError
 from ..orch.config import SONIC_DATABASES
+
+
+class ConnectionOptionsError(SwssdError, ValueError):
+    """Connection options that contradict each other (e.g. --namespace with --url)."""
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +30,22 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--db-id", type=int, default=None, metavar="N", help="database number with --url")
     parser.add_argument("--separator", default=None, choices=[":", "|"], help="key separator with --url")
+    parser.add_argument(
+        "--namespace", "-n", metavar="NS",
+        help="multi-ASIC: the network namespace (e.g. asic0) whose --db to use, as database_global.json "
+        "places it (default: the host's)",
+    )
+    parser.add_argument(
+        "--db-global-config",
+        metavar="PATH",
+        help="database_global.json for --namespace (default $SWSSD_DB_GLOBAL_CONFIG, else "
+        "/var/run/redis/sonic-db/database_global.json)",
+    )
+
+
+def namespaced(args: argparse.Namespace) -> bool:
+    """Whether the database is found through database_global.json rather than database_config.json."""
+    return bool(args.namespace or args.db_global_config)
 
 
 def url_defaults(args: argparse.Namespace) -> tuple[int | None, str]:
@@ -40,7 +62,24 @@ def _url_names_db(url: str) -> bool:
     return "db=" in parts.query or (parts.scheme != "unix" and parts.path.strip("/") != "")
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    if args.url and namespaced(args):
+        raise ConnectionOptionsError(
+            "--namespace and --db-global-config cannot be used with --url: the URL names one server already"
+        )
+    if args.db_config and namespaced(args):
+        raise ConnectionOptionsError(
+            "--db-config cannot be used with --namespace or --db-global-config: it is one namespace's "
+            "database_config.json; give database_global.json with --db-global-config instead"
+        )
+
+
 async def connect_from_args(args: argparse.Namespace) -> DBConnector:
+    """The connector the tool's options describe; contradicting options fail before a config file is read."""
+    _check_options(args)
+    if namespaced(args):
+        config = SonicDBGlobalConfig.load(args.db_global_config)
+        return await DBConnector.connect(args.db, config, namespace=args.namespace)
     if args.url:
         db_id, separator = url_defaults(args)
         try:

@@ -187,7 +187,8 @@ async def run(args: argparse.Namespace) -> int:
         if text is not None:
             ops += parse_document(text, args.table, db.separator, str(args.file))
         sent = await produce(db, ops, args.kind, args.batch)
-    print(f"produced {sent} operation(s) to {db.name or db.db_id}")
+    where = f" in namespace {db.namespace}" if db.namespace else ""
+    print(f"produced {sent} operation(s) to {db.name or db.db_id}{where}")
     return 0
 
 
