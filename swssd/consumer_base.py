@@ -1,20 +1,20 @@
-"""What every consumer channel shares: pop batch size, priority, and readiness for Select."""
+"""What the Redis pop channels (key set, op queue) share: readiness by wake-up, prefetch, journal."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import uuid
-from collections import deque
 from typing import Any
 
 from .connector import DBConnector
 from .fields import KeyOpFieldsValues
+from .selectable import Selectable, Subscription
 from .table import TableBase
 
 
-class ConsumerTableBase(TableBase):
-    """A consumer that Select can wait on.
+class ConsumerTableBase(Selectable, TableBase):
+    """A consumer popped by a script, woken by PUBLISHes on `<TABLE>_CHANNEL@<db id>`.
 
     Notifications are only wake-ups: a table is ready from the first PUBLISH (or from data found
     at start-up) until a pop returns less than a full batch with no notification arriving meanwhile.
@@ -41,15 +41,11 @@ class ConsumerTableBase(TableBase):
         prefetch: bool = False,
         journal: str | None = None,
     ) -> None:
-        if pop_batch_size < 1:
-            raise ValueError(f"pop_batch_size must be at least 1, not {pop_batch_size}")
-        super().__init__(db, name)
-        self.pop_batch_size = pop_batch_size
-        self.priority = priority
+        Selectable.__init__(self, db, pop_batch_size, priority)
+        TableBase.__init__(self, db, name)
         self.prefetch = prefetch
         self._more = False
         self._notifications = 0
-        self._buffer: deque[KeyOpFieldsValues] = deque()
         self._inflight: asyncio.Task[list[KeyOpFieldsValues]] | None = None
         self._inflight_seen = 0
         self.journal = journal
@@ -65,10 +61,24 @@ class ConsumerTableBase(TableBase):
         """True while data may be waiting: notified, or the last pop was a full batch."""
         return self._more or bool(self._buffer) or self._inflight is not None
 
+    @property
+    def subscription(self) -> Subscription:
+        return Subscription(self.channel)
+
     def notify(self) -> None:
         """Mark the table as having data (a PUBLISH arrived, or a reconnect asks for a re-check)."""
         self._notifications += 1
         self._more = True
+
+    def on_message(self, channel: str, data: str) -> None:
+        self.notify()  # a PUBLISH is only a wake-up: its payload is ignored, as in C++
+
+    def on_resubscribed(self) -> None:
+        self.notify()
+
+    async def on_subscribed(self) -> None:
+        if await self.has_pending():
+            self.notify()
 
     async def has_pending(self) -> bool:
         """Whether Redis holds data for this consumer right now."""
@@ -102,12 +112,6 @@ class ConsumerTableBase(TableBase):
         finally:
             if task.done():  # a failed pop is raised once, not forever
                 self._inflight = None
-
-    async def pop(self) -> KeyOpFieldsValues | None:
-        """One change at a time, from a buffer refilled by pops(); None when nothing waits."""
-        if not self._buffer:
-            self._buffer.extend(await self.pops())
-        return self._buffer.popleft() if self._buffer else None
 
     async def recover(self) -> list[KeyOpFieldsValues]:
         """After a pop raised (e.g. its connection dropped): what that pop took out of Redis,

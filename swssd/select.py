@@ -1,8 +1,9 @@
-"""Select: wait on many consumer tables over one pub/sub connection per redis-server.
+"""Select: wait on many consumers over one pub/sub connection per redis-server.
 
 Unlike the C++ library (one subscription connection per table), one reader task per server
-reads every channel continuously, so Redis never drops it for a full pub/sub output buffer while
-pops run. PUBLISHes only wake tables up; whether a table still holds data is decided by its pops.
+reads every channel and pattern continuously, so Redis never drops it for a full pub/sub output
+buffer while pops run. Each message goes to the consumers subscribed to it (`on_message`); what
+it means — a wake-up, a keyspace event, a notification — is the consumer's business.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ResponseError
 
 from .connector import CONNECTION_ERRORS, DBConnector
-from .consumer_base import ConsumerTableBase
+from .selectable import Selectable, Subscription
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +39,7 @@ class Select:
         self.starvation_limit = starvation_limit
         self.reconnect_min = reconnect_min
         self.reconnect_max = reconnect_max
-        self._tables: list[ConsumerTableBase] = []
+        self._tables: list[Selectable] = []
         self._servers: dict[str, _ServerSubscription] = {}
         self._identities: dict[str, asyncio.Future[str]] = {}
         self._server_of: dict[int, _ServerSubscription] = {}
@@ -51,7 +52,7 @@ class Select:
 
     # -- membership ---------------------------------------------------------------------
 
-    def add(self, table: ConsumerTableBase) -> asyncio.Task[None]:
+    def add(self, table: Selectable) -> asyncio.Task[None]:
         """Subscribe to the table's channel, then mark it ready if data is already waiting."""
         if table in self._tables:
             return self._track(asyncio.sleep(0))
@@ -62,7 +63,7 @@ class Select:
         self._added[id(table)] = task
         return task
 
-    def remove(self, table: ConsumerTableBase) -> asyncio.Task[None]:
+    def remove(self, table: Selectable) -> asyncio.Task[None]:
         """Stop waiting on `table` (unsubscribing when no other table shares its channel)."""
         if table not in self._tables:
             return self._track(asyncio.sleep(0))
@@ -71,12 +72,12 @@ class Select:
         self._passed_over.pop(id(table), None)
         return self._track(self._unsubscribe(table, self._added.pop(id(table))))
 
-    async def _subscribe(self, table: ConsumerTableBase) -> None:
+    async def _subscribe(self, table: Selectable) -> None:
         server = await self._server_for(table.db)
         self._server_of[id(table)] = server
         await server.add(table)
 
-    async def _unsubscribe(self, table: ConsumerTableBase, added: asyncio.Task[None]) -> None:
+    async def _unsubscribe(self, table: Selectable, added: asyncio.Task[None]) -> None:
         await asyncio.wait((added,))
         server = self._server_of.pop(id(table), None)
         if server is not None:
@@ -99,7 +100,7 @@ class Select:
         return server
 
     @property
-    def tables(self) -> list[ConsumerTableBase]:
+    def tables(self) -> list[Selectable]:
         return list(self._tables)
 
     @property
@@ -114,7 +115,7 @@ class Select:
 
     # -- waiting ------------------------------------------------------------------------
 
-    async def select(self, timeout: float | None = None) -> ConsumerTableBase | None:
+    async def select(self, timeout: float | None = None) -> Selectable | None:
         """The next table to pop, or None when none became ready within `timeout` seconds."""
         if self._pending:
             await asyncio.gather(*list(self._pending))
@@ -133,7 +134,7 @@ class Select:
             except TimeoutError:
                 return None
 
-    def _pick(self) -> ConsumerTableBase | None:
+    def _pick(self) -> Selectable | None:
         ready = [t for t in self._tables if t.ready]
         if not ready:
             return None
@@ -175,6 +176,11 @@ class Select:
         await self.close()
 
 
+_SUBSCRIBE = {False: "SUBSCRIBE", True: "PSUBSCRIBE"}
+_UNSUBSCRIBE = {False: "UNSUBSCRIBE", True: "PUNSUBSCRIBE"}
+_CONFIRMATIONS = ("subscribe", "psubscribe")
+
+
 async def _server_identity(db: DBConnector) -> str:
     """The server's run_id (its address when INFO is not allowed for this user)."""
     try:
@@ -192,39 +198,39 @@ class _ServerSubscription:
         # No read timeout: a quiet channel is normal. TCP keepalive notices a vanished server.
         tcp = not db.redis.connection_pool.connection_kwargs.get("path")
         self._client = db.new_client(socket_timeout=None, **({"socket_keepalive": True} if tcp else {}))
-        self._channels: dict[str, set[ConsumerTableBase]] = {}
-        self._confirmed: set[str] = set()
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._subscribed: dict[Subscription, set[Selectable]] = {}
+        self._confirmed: set[Subscription] = set()
+        self._waiters: dict[Subscription, list[asyncio.Future[None]]] = {}
         self._conn: AbstractConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self.connected = False
         self.reconnects = 0
         self.address = db.address
 
-    async def add(self, table: ConsumerTableBase) -> None:
-        channel = table.channel
-        tables = self._channels.setdefault(channel, set())
+    async def add(self, table: Selectable) -> None:
+        sub = table.subscription
+        tables = self._subscribed.setdefault(sub, set())
         tables.add(table)
-        if channel not in self._confirmed:
+        if sub not in self._confirmed:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.setdefault(channel, []).append(waiter)
-            if len(self._waiters[channel]) == 1:
-                await self._send("SUBSCRIBE", channel)
+            self._waiters.setdefault(sub, []).append(waiter)
+            if len(self._waiters[sub]) == 1:
+                await self._send(_SUBSCRIBE[sub.pattern], sub.name)
             self._ensure_running()
             await waiter
-        # Subscribed before looking: data written earlier is seen now, later data is PUBLISHed.
-        if await table.has_pending():
-            table.notify()
+        # Subscribed before looking: data written earlier is seen now, later data is published.
+        await table.on_subscribed()
+        if table.ready:
             self._select._wake()
 
-    async def remove(self, table: ConsumerTableBase) -> None:
-        channel = table.channel
-        tables = self._channels.get(channel, set())
+    async def remove(self, table: Selectable) -> None:
+        sub = table.subscription
+        tables = self._subscribed.get(sub, set())
         tables.discard(table)
-        if not tables and channel in self._channels:
-            del self._channels[channel]
-            self._confirmed.discard(channel)
-            await self._send("UNSUBSCRIBE", channel)
+        if not tables and sub in self._subscribed:
+            del self._subscribed[sub]
+            self._confirmed.discard(sub)
+            await self._send(_UNSUBSCRIBE[sub.pattern], sub.name)
 
     def _ensure_running(self) -> None:
         if self._task is None or self._task.done():
@@ -248,11 +254,13 @@ class _ServerSubscription:
                 conn = self._client.connection_pool.make_connection()
                 await conn.connect()
                 self._conn = conn
-                if self._channels:
-                    await conn.send_command("SUBSCRIBE", *self._channels, check_health=False)
+                for pattern in (False, True):
+                    names = [sub.name for sub in self._subscribed if sub.pattern is pattern]
+                    if names:
+                        await conn.send_command(_SUBSCRIBE[pattern], *names, check_health=False)
                 if not first:
                     self.reconnects += 1
-                    log.info("pubsub reconnected", address=self.address, channels=len(self._channels))
+                    log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed))
                 self.connected = True
                 delay = self._select.reconnect_min
                 await self._read(conn, resubscribed=not first)
@@ -274,25 +282,30 @@ class _ServerSubscription:
             delay = min(delay * 2, self._select.reconnect_max)
 
     async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
-        channels = self._channels
+        subscribed = self._subscribed
+        wake = self._select._wake
         while True:
             reply = await conn.read_response(timeout=None, push_request=True)
             kind = reply[0]
             if kind == "message":
-                for table in channels.get(reply[1], ()):
-                    table.notify()
-                self._select._wake()
-            elif kind == "subscribe":
-                channel = reply[1]
-                self._confirmed.add(channel)
-                for waiter in self._waiters.pop(channel, ()):
+                for table in subscribed.get(Subscription(reply[1]), ()):
+                    table.on_message(reply[1], reply[2])
+                wake()
+            elif kind == "pmessage":
+                for table in subscribed.get(Subscription(reply[1], True), ()):
+                    table.on_message(reply[2], reply[3])
+                wake()
+            elif kind in _CONFIRMATIONS:
+                sub = Subscription(reply[1], kind == "psubscribe")
+                self._confirmed.add(sub)
+                for waiter in self._waiters.pop(sub, ()):
                     if not waiter.done():
                         waiter.set_result(None)
                 if resubscribed:
-                    # PUBLISHes sent while we were away are gone: let every table look again.
-                    for table in channels.get(channel, ()):
-                        table.notify()
-                    self._select._wake()
+                    # What was published while we were away is gone: let every table look again.
+                    for table in subscribed.get(sub, ()):
+                        table.on_resubscribed()
+                    wake()
 
     async def close(self) -> None:
         if self._task is not None:
