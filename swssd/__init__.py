@@ -18,6 +18,8 @@ from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
 from .select import Select
+from .selectable import Selectable, Subscription
+from .subscriber_state_table import SubscriberStateTable
 from .table import Table
 from .orch import Orch, Retry
 
@@ -40,7 +42,10 @@ __all__ = [
     "Retry",
     "SET_COMMAND",
     "Select",
+    "Selectable",
     "SonicDBConfig",
+    "SubscriberStateTable",
+    "Subscription",
     "SonicDBGlobalConfig",
     "SwssdError",
     "Table",

@@ -208,6 +208,14 @@ class DBConnector:
                 raise r
         return results
 
+    async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send commands as one pipeline (no transaction) and return their replies in order, raw
+        as the parser gives them (HGETALL is a flat list); an error reply is an exception in the
+        list, not raised, so one bad key does not hide the others' replies."""
+        if not commands:
+            return []
+        return await self._send_all(commands)
+
     async def _send_all(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Write commands as one packed write and read their replies in order.
 

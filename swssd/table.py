@@ -11,6 +11,12 @@ from .lua import TABLE_DUMP
 TableDump = dict[str, dict[str, str]]
 
 
+def strip_special(name: str) -> str:
+    """`name` up to its first '@' (C++ Table::stripSpecialSym)."""
+    at = name.find("@")
+    return name if at < 0 else name[:at]
+
+
 class TableBase:
     """The Redis names the C++ TableBase, TableName_KeySet and TableName_KeyValueOpQueues derive."""
 
@@ -60,18 +66,24 @@ class Table(TableBase):
         await self.db.redis.execute_command("HSET", self.key_name(key), *flat)
 
     async def get(self, key: str) -> FieldValues | None:
-        """The entry's pairs, or None when the entry does not exist."""
+        """The entry's pairs, or None when the entry does not exist.
+
+        As C++ Table::get, every field name is cut at its first '@' (`ports@` reads as `ports`):
+        SONiC marks list-valued CONFIG_DB fields that way. ConfigDBConnector reads raw hashes.
+        """
         flat = await self.db.redis.execute_command("HGETALL", self.key_name(key))
         if not flat:
             return None
         items = flat.items() if isinstance(flat, dict) else zip(flat[::2], flat[1::2])
-        return list(items)
+        return [(strip_special(f), v) for f, v in items]
 
     async def delete(self, key: str) -> None:
         await self.db.redis.execute_command("DEL", self.key_name(key))
 
     async def hget(self, key: str, field: str) -> str | None:
-        return await self.db.redis.execute_command("HGET", self.key_name(key), field)
+        """The field's value, cut at its first '@' as C++ Table::hget does."""
+        value = await self.db.redis.execute_command("HGET", self.key_name(key), field)
+        return None if value is None else strip_special(value)
 
     async def hset(self, key: str, field: str, value: str) -> None:
         await self.db.redis.execute_command("HSET", self.key_name(key), field, value)

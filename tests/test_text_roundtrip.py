@@ -12,6 +12,7 @@ from swssd import (
     ProducerTable,
     Table,
 )
+from swssd.table import strip_special
 
 TEXTS = [
     "colon:inside",
@@ -115,10 +116,12 @@ async def test_table(conn: DBConnector) -> None:
     for key in [*KEYS, EMPTY]:
         await t.set(key, FVS)
     for key in [*KEYS, EMPTY]:
+        # Redis holds the text unchanged; get/hget then cut at '@' as C++ Table::get/hget (issue 8)
+        assert await conn.redis.hgetall(t.key_name(key)) == dict(FVS)
         got = await t.get(key) or []
-        assert sorted(got) == sorted(FVS)  # a big hash is no longer kept in insertion order
+        assert sorted(got) == sorted((strip_special(f), v) for f, v in FVS)  # big hashes are unordered
         for field, value in FVS:
-            assert await t.hget(key, field) == value
+            assert await t.hget(key, field) == strip_special(value)
     await t.hset(KEYS[0], "Ü:|\n", BIG_UNICODE)
     assert await t.hget(KEYS[0], "Ü:|\n") == BIG_UNICODE
     dump = await t.dump()

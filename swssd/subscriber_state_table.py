@@ -1,0 +1,268 @@
+"""SubscriberStateTable: a table written with plain hash writes, followed by keyspace events."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import structlog
+from redis.exceptions import ResponseError
+
+from .connector import DBConnector
+from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+from .selectable import Selectable, Subscription
+from .table import TableBase, strip_special
+
+log = structlog.get_logger(__name__)
+
+#: Keyspace events after which a key is gone without a `del` event of its own.
+_GONE_EVENTS = frozenset({"del", "expired", "evicted", "rename_from", "move_from"})
+#: Keys a start-up or resync read asks SCAN for, and HGETALLs sent in one pipeline.
+_SCAN_COUNT = 1000
+_READ_CHUNK = 512
+#: At most this many characters of a bad key in a log line.
+_EXCERPT = 200
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal inside a Redis glob pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def keyspace_events_sufficient(flags: str) -> bool:
+    """Whether `notify-keyspace-events` publishes keyspace events for hash and generic commands."""
+    return "K" in flags and ("A" in flags or ("g" in flags and "h" in flags))
+
+
+class SubscriberStateTable(Selectable, TableBase):
+    """The C++ SubscriberStateTable: SET with the entry's full fields for every keyspace event of
+    `TABLE<sep>key`, DEL when the key was deleted; existing entries come first, as SETs.
+
+    PSUBSCRIBEs `__keyspace@<db id>__:TABLE<sep>*` on Select's shared pub/sub connection. As in
+    C++, an entry is read with HGETALL when it is popped (so it carries the fields of that moment),
+    a key that reads back empty without a delete is skipped, and field names are cut at their
+    first '@' as C++ Table::get does (`raw_fields=True` keeps them, for ConfigDBConnector).
+
+    Beyond C++:
+    - several events for one key before a pop cost one read, and a batch's reads are pipelined;
+      a key deleted and set again between two pops comes as DEL then SET;
+    - pops() returns at most `pop_batch_size` changes (C++ returns everything buffered);
+    - after the pub/sub connection comes back, the table is read again and what differs from
+      what was delivered is delivered (SET for new or changed entries, DEL for vanished ones);
+      events of an expired, evicted or renamed key count as its deletion;
+    - a key under the table's prefix that is not a hash is logged, counted and skipped.
+
+    Deleted-and-set-again is seen only through the `del` event: unlike the key-set channel, a
+    keyspace consumer sees the writes, not the writer's intent.
+    """
+
+    def __init__(
+        self,
+        db: DBConnector,
+        name: str,
+        pop_batch_size: int = 128,
+        priority: int = 0,
+        *,
+        raw_fields: bool = False,
+        enable_keyspace_events: bool = False,
+    ) -> None:
+        Selectable.__init__(self, db, pop_batch_size, priority)
+        TableBase.__init__(self, db, name)
+        self.raw_fields = raw_fields
+        self.enable_keyspace_events = enable_keyspace_events
+        self.prefix = f"{name}{self.separator}"
+        self._channel_prefix = f"__keyspace@{db.db_id}__:{self.prefix}"
+        self._pattern = f"__keyspace@{db.db_id}__:{glob_escape(self.prefix)}*"
+        #: keys with events since their last read -> whether one of the events deleted the key
+        self._pending: dict[str, bool] = {}
+        #: hash of the fields last delivered per existing key (what a resync compares against)
+        self._delivered: dict[str, int] = {}
+        self._resync_needed = True
+        self._resync: AsyncIterator[list[KeyOpFieldsValues]] | None = None
+        self._read_before = False
+        #: entries set aside: not a hash, or an event on a channel outside the table
+        self.bad_entries = 0
+        #: times the table was read again after a pub/sub reconnect
+        self.resyncs = 0
+        #: whether Redis publishes the keyspace events this table needs (None: not known)
+        self.keyspace_events: bool | None = None
+
+    # -- Select's side ------------------------------------------------------------------
+
+    @property
+    def subscription(self) -> Subscription:
+        return Subscription(self._pattern, pattern=True)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self._buffer) or bool(self._pending) or self._resync_needed or self._resync is not None
+
+    def on_message(self, channel: str, data: str) -> None:
+        if not channel.startswith(self._channel_prefix):
+            self.bad_entries += 1
+            log.error("keyspace event outside the table", table=self.name, channel=channel[:_EXCERPT])
+            return
+        key = channel[len(self._channel_prefix):]
+        gone = data in _GONE_EVENTS
+        if gone or key not in self._pending:
+            self._pending[key] = gone or self._pending.get(key, False)
+
+    def on_resubscribed(self) -> None:
+        self._resync_needed = True
+
+    async def on_subscribed(self) -> None:
+        await self._check_keyspace_events()
+        self._resync_needed = True
+
+    # -- popping ------------------------------------------------------------------------
+
+    async def pops(self) -> list[KeyOpFieldsValues]:
+        """Up to pop_batch_size changes: entries found by a (re)read of the table first, then
+        the keys that had events, each read once."""
+        out: list[KeyOpFieldsValues] = []
+        want = self.pop_batch_size
+        buffer = self._buffer
+        while len(out) < want:
+            if buffer:
+                out.append(buffer.popleft())
+                continue
+            if self._resync_needed:
+                self._resync_needed = False
+                self._resync = self._read_table()
+            if self._resync is None:
+                break
+            try:
+                buffer.extend(await anext(self._resync))
+            except StopAsyncIteration:
+                self._resync = None
+            except BaseException:
+                self._resync = None
+                self._resync_needed = True
+                raise
+        if len(out) < want and self._pending:
+            out.extend(await self._read_pending(want - len(out)))
+        return out
+
+    async def _read_pending(self, count: int) -> list[KeyOpFieldsValues]:
+        pending = self._pending
+        taken: dict[str, bool] = {}
+        for key in pending:
+            taken[key] = pending[key]
+            if len(taken) >= count:
+                break
+        for key in taken:
+            del pending[key]
+        try:
+            entries = await self._read(list(taken))
+        except BaseException:
+            for key, gone in pending.items():  # events that came meanwhile stay behind ours
+                taken[key] = taken.get(key, False) or gone
+            self._pending = taken
+            raise
+        out: list[KeyOpFieldsValues] = []
+        for key, gone in taken.items():
+            fvs = entries.get(key)
+            if gone:
+                out.append(self._deleted(key))
+            if fvs:
+                out.append(self._set(key, fvs))
+        return out
+
+    async def _read_table(self) -> AsyncIterator[list[KeyOpFieldsValues]]:
+        """The table read again, in chunks: SET where an entry differs from what was delivered,
+        DEL for delivered keys that are gone. Keys with events pending are left to those."""
+        if self._read_before:
+            self.resyncs += 1
+            log.info("re-reading table after pub/sub reconnect", table=self.name)
+        seen: set[str] = set()
+        cursor = 0
+        match = glob_escape(self.prefix) + "*"
+        plen = len(self.prefix)
+        while True:
+            cursor, names = await self.db.redis.execute_command(
+                "SCAN", cursor, "MATCH", match, "COUNT", _SCAN_COUNT
+            )
+            keys = sorted({n[plen:] for n in names} - seen)
+            seen.update(keys)
+            entries = await self._read(keys)
+            chunk: list[KeyOpFieldsValues] = []
+            for key in keys:
+                fvs = entries.get(key)
+                if key in self._pending:
+                    continue
+                if fvs:
+                    if self._delivered.get(key) != hash(tuple(fvs)):
+                        chunk.append(self._set(key, fvs))
+                elif key in self._delivered:
+                    chunk.append(self._deleted(key))
+            yield chunk
+            if int(cursor) == 0:
+                break
+        gone = [k for k in self._delivered if k not in seen and k not in self._pending]
+        self._read_before = True
+        yield [self._deleted(key) for key in sorted(gone)]
+
+    async def _read(self, keys: list[str]) -> dict[str, FieldValues]:
+        """HGETALL of each key, pipelined; keys that are absent, empty or not hashes are left out."""
+        out: dict[str, FieldValues] = {}
+        for start in range(0, len(keys), _READ_CHUNK):
+            chunk = keys[start:start + _READ_CHUNK]
+            replies = await self.db.execute_many([("HGETALL", self.prefix + key) for key in chunk])
+            for key, reply in zip(chunk, replies):
+                if isinstance(reply, Exception):
+                    self._bad_entry(key, reply)
+                elif reply:
+                    out[key] = self._pairs(reply)
+        return out
+
+    def _pairs(self, flat: list[str] | dict[str, str]) -> FieldValues:
+        items: Any = flat.items() if isinstance(flat, dict) else zip(flat[::2], flat[1::2])
+        if self.raw_fields:
+            return list(items)
+        return [(strip_special(f), v) for f, v in items]
+
+    def _set(self, key: str, fvs: FieldValues) -> KeyOpFieldsValues:
+        self._delivered[key] = hash(tuple(fvs))
+        return KeyOpFieldsValues(key, SET_COMMAND, fvs)
+
+    def _deleted(self, key: str) -> KeyOpFieldsValues:
+        self._delivered.pop(key, None)
+        return KeyOpFieldsValues(key, DEL_COMMAND, [])
+
+    def _bad_entry(self, key: str, error: Exception) -> None:
+        self.bad_entries += 1
+        log.error("entry skipped: not readable as a hash", table=self.name, key=key[:_EXCERPT], error=str(error))
+
+    # -- start-up check -----------------------------------------------------------------
+
+    async def _check_keyspace_events(self) -> None:
+        """Say so, in one line, when Redis does not publish the events this table lives on."""
+        try:
+            reply = await self.db.redis.execute_command("CONFIG", "GET", "notify-keyspace-events")
+        except ResponseError as exc:
+            log.warning("cannot check notify-keyspace-events", table=self.name, error=str(exc))
+            return
+        flags = _config_value(reply)
+        self.keyspace_events = keyspace_events_sufficient(flags)
+        if self.keyspace_events:
+            return
+        if self.enable_keyspace_events:
+            wanted = flags + "".join(c for c in "Kgh" if c not in flags)
+            await self.db.redis.execute_command("CONFIG", "SET", "notify-keyspace-events", wanted)
+            self.keyspace_events = True
+            log.info("enabled keyspace notifications", address=self.db.address, notify_keyspace_events=wanted)
+            return
+        log.warning(
+            f"Redis at {self.db.address} does not publish keyspace events (notify-keyspace-events is "
+            f"{flags!r}): {self.name} gets its existing entries but no later change. Set "
+            "notify-keyspace-events to AKE in redis.conf (as SONiC does), or enable_keyspace_events",
+            table=self.name,
+        )
+
+
+def _config_value(reply: Any) -> str:
+    """The value of a one-parameter CONFIG GET reply (a dict with RESP3/callbacks, else a pair)."""
+    if isinstance(reply, dict):
+        return str(next(iter(reply.values()), ""))
+    return str(reply[1]) if len(reply) > 1 else ""
