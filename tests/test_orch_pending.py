@@ -149,3 +149,36 @@ def test_pending_is_equivalent_to_the_sequence(ops: list[KeyOpFieldsValues], sta
     if len(merged) == 2:
         assert [t.op for t in merged] == [DEL_COMMAND, SET_COMMAND]
     assert apply(start, merged) == apply(start, ops)
+
+
+# -- other kinds of tables (issue 8) ---------------------------------------------------------
+
+
+def test_replace_mode_keeps_only_the_newest_full_entry() -> None:
+    """A subscriber table's SET is the whole entry: field2 removed since SET_A must not survive."""
+    p = PendingMap("replace")
+    p.add_many([SET_A, SET_NEW])
+    assert p.tasks() == [SET_NEW]
+    p = PendingMap("replace")
+    p.add_many([SET_A, DEL, SET_B, SET_NEW])
+    assert p.tasks() == [DEL, SET_NEW]
+
+
+def test_replace_mode_put_back_takes_the_newer_entry() -> None:
+    p = PendingMap("replace")
+    p.add(SET_A)
+    entry = p.take(K)
+    entry.attempts = 2
+    p.add(SET_NEW)
+    p.put_back(entry)
+    (kept,) = p.entries_of(K)
+    assert kept.task == SET_NEW and kept.attempts == 2
+
+
+def test_none_mode_keeps_every_task_in_order() -> None:
+    p = PendingMap("none")
+    p.add_many([SET_A, SET_B, DEL, SET_A])
+    assert p.tasks() == [SET_A, SET_B, DEL, SET_A]
+    assert len(p) == 4
+    assert p.take(K).task == SET_A
+    assert p.tasks() == [SET_B, DEL, SET_A]

@@ -33,6 +33,8 @@ class RedisConfig(_Section):
     """Where Redis is: a SONiC database_config.json, or one URL for every database."""
 
     database_config: Path | None = None
+    #: database_global.json, for tables in a namespace (multi-ASIC); default: SONiC's path
+    database_global_config: Path | None = None
     url: str | None = None
     username: str | None = None
     password: str | None = None
@@ -65,16 +67,48 @@ class RetryOverride(_Section):
     handler_timeout: float | None = Field(None, gt=0)
 
 
+TableKind = Literal["state", "queue", "subscriber", "notification"]
+
+#: Databases SONiC writes with plain hash writes (ConfigDBConnector, Table): their consumers
+#: follow keyspace notifications, so a table there is a `subscriber` unless the config says else.
+PLAIN_HASH_DATABASES = frozenset({"CONFIG_DB", "STATE_DB", "CHASSIS_STATE_DB"})
+
+
 class TableConfig(_Section):
-    """One consumed table."""
+    """One consumed table: a key-set `state` table, an op `queue`, a `subscriber` of a plain
+    hash table (keyspace notifications), or a `notification` channel (`table` is the channel).
+    Without `kind`: subscriber on CONFIG_DB, STATE_DB and CHASSIS_STATE_DB, state elsewhere."""
 
     db: str = "APPL_DB"
+    namespace: str = ""
     table: str = Field(min_length=1)
-    kind: Literal["state", "queue"] = "state"
+    kind: TableKind | None = None
     pop_batch_size: int = Field(128, ge=1)
     priority: int = 0
     reconcile: bool = False
     pending_limit: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _kind_for_the_database(self) -> TableConfig:
+        if self.kind is None:
+            self.kind = "subscriber" if self.db in PLAIN_HASH_DATABASES else "state"
+        if self.reconcile and self.kind in ("subscriber", "notification"):
+            raise ValueError(
+                f"reconcile does not apply to {self.kind} tables "
+                + ("(they get every existing entry at start)" if self.kind == "subscriber"
+                   else "(notifications are not stored)")
+            )
+        return self
+
+    @property
+    def resolved_kind(self) -> TableKind:
+        """The kind, set from the database when the config did not say."""
+        assert self.kind is not None
+        return self.kind
+
+    @property
+    def kind_explicit(self) -> bool:
+        return "kind" in self.model_fields_set
 
 
 class OrchConfig(_Section):
@@ -122,6 +156,9 @@ class DaemonConfig(_Section):
     starvation_limit: int = Field(4, ge=1)
     #: Seconds between "Redis is still unreachable" log lines.
     health_interval: float = Field(5.0, gt=0)
+    #: Turn on the keyspace notifications subscriber tables need when Redis has them off
+    #: (CONFIG SET notify-keyspace-events); off: a clear warning at start instead.
+    enable_keyspace_events: bool = False
 
 
 class Config(_Section):
@@ -175,6 +212,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
     if path is not None:
         base = Path(path).resolve().parent
         config.redis.database_config = _resolve(base, config.redis.database_config)
+        config.redis.database_global_config = _resolve(base, config.redis.database_global_config)
         config.logging.file = _resolve(base, config.logging.file)
         config.capture.directory = _resolve(base, config.capture.directory)
     config.path = path
@@ -185,7 +223,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
 def _check_tables(config: Config) -> None:
     """One consumer per table (two would split its changes), and table names distinct per plugin
     (handle() tells tables apart by name)."""
-    owners: dict[tuple[str, str], int] = {}
+    owners: dict[tuple[str, str, str], int] = {}
     for i, orch in enumerate(config.orchs):
         names: set[str] = set()
         for j, t in enumerate(orch.tables):
@@ -193,11 +231,12 @@ def _check_tables(config: Config) -> None:
             if t.table in names:
                 raise ConfigError(config.path, field, f"table {t.table!r} is listed twice for this plugin")
             names.add(t.table)
-            other = owners.setdefault((t.db, t.table), i)
-            if other != i:
+            other = owners.setdefault((t.namespace, t.db, t.table), i)
+            if other != i and t.resolved_kind in ("state", "queue"):
+                where = f"{t.db} of namespace {t.namespace!r}" if t.namespace else t.db
                 raise ConfigError(
                     config.path, field,
-                    f"{t.db} {t.table} is already consumed by orchs.{other}; one table has one consumer",
+                    f"{where} {t.table} is already consumed by orchs.{other}; one table has one consumer",
                 )
 
 

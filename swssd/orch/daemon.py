@@ -27,8 +27,8 @@ from .. import logging as swssd_logging
 from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
 from ..consumer_base import ConsumerTableBase
-from ..dbconfig import SonicDBConfig
-from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError
+from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
+from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
 from ..metrics import LoopProbe
 from ..metrics import serve as serve_metrics
@@ -36,7 +36,8 @@ from ..sdnotify import SystemdNotifier
 from ..select import Select
 from ..table import Table
 from . import plugins
-from .config import SONIC_DATABASES, Config
+from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
+from .orch import connector_key
 from .plugins import PluginError
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
@@ -90,6 +91,7 @@ class Daemon:
         self.loop_probe = LoopProbe()
         self._metrics_server: Any = None
         self._db_config: SonicDBConfig | None = None
+        self._global_config: SonicDBGlobalConfig | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -217,8 +219,8 @@ class Daemon:
         names = _db_names(config, self.runtimes)
         if config.capture.enabled:
             await self._start_capture()
-        for name in names:
-            self.connectors[name] = await self._connect(name)
+        for name, namespace in names:
+            self.connectors[connector_key(name, namespace)] = await self._connect(name, namespace)
         for oc, rt in zip(config.orchs, self.runtimes):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
         for oc, rt in zip(config.orchs, self.runtimes):
@@ -229,8 +231,7 @@ class Daemon:
             self._started.append(rt)
         for oc, rt in zip(config.orchs, self.runtimes):
             for t in oc.tables:
-                await self._add_table(rt, t.db, t.table, t.kind, t.pop_batch_size, t.priority,
-                                      t.reconcile, t.pending_limit or config.daemon.pending_limit)
+                await self._add_table(rt, t)
         await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers))
         # What start-up built lives as long as the daemon: keep the cyclic GC from scanning it
         # again and again while tasks stream through (BENCHMARKS.md, table library findings).
@@ -250,7 +251,29 @@ class Daemon:
             raise ConfigError(self.config.path, "redis", "no Redis configured: set database_config or url")
         for i, oc in enumerate(self.config.orchs):
             for j, t in enumerate(oc.tables):
-                self._check_db(t.db, f"orchs.{i}.tables.{j}.db")
+                field = f"orchs.{i}.tables.{j}"
+                if t.namespace:
+                    self._check_namespaced_db(t.db, t.namespace, field)
+                else:
+                    self._check_db(t.db, f"{field}.db")
+                if t.kind == "state" and t.kind_explicit and t.db in PLAIN_HASH_DATABASES:
+                    log.warning(
+                        f"{t.db} {t.table} is configured as kind = \"state\", but SONiC writes {t.db} "
+                        "with plain hash writes that never reach a key-set consumer; use kind = "
+                        "\"subscriber\" (the default for this database)", field=field,
+                    )
+
+    def _check_namespaced_db(self, name: str, namespace: str, field: str) -> None:
+        """A table of a namespace: its database must be in that namespace of database_global.json."""
+        if self.config.redis.url is not None:
+            raise ConfigError(self.config.path, f"{field}.namespace",
+                              "namespaces need database_global.json; they cannot be used with redis.url")
+        if self._global_config is None:
+            self._global_config = SonicDBGlobalConfig.load(self.config.redis.database_global_config)
+        try:
+            self._global_config.database(name, namespace)
+        except (UnknownDatabaseError, UnknownNamespaceError) as exc:
+            raise ConfigError(self.config.path, field, str(exc)) from None
 
     def _check_db(self, name: str, field: str, who: str = "") -> None:
         if self._db_config is not None:
@@ -275,14 +298,19 @@ class Daemon:
             raise ConfigError(self.config.path, "capture.directory", f"cannot write captures there: {exc}") from None
         log.info("capturing", directory=str(cfg.directory), rec=cfg.rec)
 
-    async def _connect(self, name: str) -> DBConnector:
+    async def _connect(self, name: str, namespace: str = "") -> DBConnector:
         """Connect to one database, waiting (and saying so) while Redis is unreachable."""
         delay = _BACKOFF_MIN
         last_log = 0.0
+        r = self.config.redis
         while True:
             try:
+                if namespace:
+                    return await DBConnector.connect(
+                        name, self._global_config, namespace=namespace,
+                        username=r.username, password=r.password, ssl=r.tls,
+                    )
                 if self._db_config is not None:
-                    r = self.config.redis
                     return await DBConnector.connect(
                         name, self._db_config, username=r.username, password=r.password, ssl=r.tls
                     )
@@ -291,7 +319,7 @@ class Daemon:
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()
                 if now - last_log >= self.config.daemon.health_interval:
-                    log.warning("waiting for Redis", db=name, error=str(exc))
+                    log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc))
                     last_log = now
             await asyncio.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
@@ -308,15 +336,20 @@ class Daemon:
             netloc = f"{user}:{password}@{netloc}"
         return urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment))
 
-    async def _add_table(
-        self, rt: OrchRuntime, db_name: str, table: str, kind: str, pop_batch_size: int,
-        priority: int, reconcile: bool, pending_limit: int,
-    ) -> None:
+    async def _add_table(self, rt: OrchRuntime, tc: TableConfig) -> None:
+        db_name = connector_key(tc.db, tc.namespace)
         db = self.connectors[db_name]
+        table, kind = tc.table, tc.resolved_kind
         # The library's pops never resend on a lost connection, so a lost reply is seen (_reply_lost).
-        consumer = make_consumer(db, table, kind, pop_batch_size, priority)
-        worker = TableWorker(rt, consumer, db_name, pending_limit, self._dead_letter, self._kick.set)
-        if reconcile:
+        consumer = make_consumer(
+            db, table, kind, tc.pop_batch_size, tc.priority,
+            enable_keyspace_events=self.config.daemon.enable_keyspace_events,
+        )
+        worker = TableWorker(
+            rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
+            self._dead_letter, self._kick.set, table=table, kind=kind,
+        )
+        if tc.reconcile:
             existing = await Table(db, table).dump()
             worker.pending.add_many(
                 KeyOpFieldsValues(key, SET_COMMAND, list(existing[key].items())) for key in sorted(existing)
@@ -371,7 +404,7 @@ class Daemon:
         """Capture popped tasks, then hand them to the table's worker."""
         if tasks:
             if self.capture is not None:
-                self.capture.record(worker.db_name, worker.table, worker.consumer.separator, tasks)
+                self.capture.record(worker.db_name, worker.table, worker.consumer.separator, tasks, kind=worker.kind)
             worker.accept(tasks)
             worker.runtime.new_data()
 
@@ -415,7 +448,7 @@ class Daemon:
         """At a clean shutdown: the journals of answered or recovered pops are no longer needed."""
         for worker in self.workers:
             consumer = worker.consumer
-            if worker in self._unrecovered or consumer.journal is None:
+            if worker in self._unrecovered or getattr(consumer, "journal", None) is None:
                 continue
             try:
                 await asyncio.wait_for(consumer.db.redis.delete(consumer.journal), _STOP_HOOK_TIMEOUT)
@@ -477,7 +510,8 @@ class Daemon:
     def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str) -> None:
         if self.capture is not None:
             self.capture.record(
-                worker.db_name, worker.table, worker.consumer.separator, [task], dead_letter=True, reason=reason
+                worker.db_name, worker.table, worker.consumer.separator, [task],
+                kind=worker.kind, dead_letter=True, reason=reason,
             )
         for hook in self.dead_letter_hooks:
             try:
@@ -536,12 +570,12 @@ class Daemon:
         return self._force.is_set()
 
 
-def _db_names(config: Config, runtimes: list[OrchRuntime]) -> list[str]:
-    """Every database a table or plugin needs, in config order."""
-    names: dict[str, None] = {}
+def _db_names(config: Config, runtimes: list[OrchRuntime]) -> list[tuple[str, str]]:
+    """Every (database, namespace) a table or plugin needs, in config order."""
+    names: dict[tuple[str, str], None] = {}
     for oc, rt in zip(config.orchs, runtimes):
         for t in oc.tables:
-            names[t.db] = None
+            names[(t.db, t.namespace)] = None
         for name in (*oc.databases, *rt.orch.databases):
-            names[name] = None
+            names[(name, "")] = None
     return list(names)

@@ -25,6 +25,11 @@ class Retry(Exception):
         self.reason = reason
 
 
+def connector_key(db_name: str, namespace: str = "") -> str:
+    """How the daemon names a connector: `CONFIG_DB`, or `asic0/CONFIG_DB` in a namespace."""
+    return f"{namespace}/{db_name}" if namespace else db_name
+
+
 class Orch:
     """Subclass it and implement `handle()` (or `handle_batch()`).
 
@@ -52,14 +57,15 @@ class Orch:
         self.log = structlog.get_logger("swssd.orch").bind(orch=name)
         self._connectors = connectors
 
-    def connector(self, db_name: str) -> DBConnector:
-        """The daemon's connector to `db_name`: one it consumes, or one listed in `databases`."""
+    def connector(self, db_name: str, namespace: str = "") -> DBConnector:
+        """The daemon's connector to `db_name` (of `namespace`, multi-ASIC): one it consumes, or
+        one listed in `databases`."""
         try:
-            return self._connectors[db_name]
+            return self._connectors[connector_key(db_name, namespace)]
         except KeyError:
             known = ", ".join(sorted(self._connectors)) or "none"
             raise KeyError(
-                f"{self.name}: no connector for {db_name!r} (have: {known}); "
+                f"{self.name}: no connector for {connector_key(db_name, namespace)!r} (have: {known}); "
                 f"list it in the plugin's `databases` or in its config's `databases`"
             ) from None
 

@@ -8,11 +8,16 @@ Per key at most a DEL followed by a SET is pending:
 - a DEL replaces whatever is pending for the key.
 
 Each pending task carries its retry state (attempts, when it may run again), which a merge keeps.
+
+Other kinds of tables merge differently (`Merge`): a subscriber table's SET is the whole entry,
+so a newer SET replaces a pending one instead of merging fields into it (a field removed since
+must not come back); notifications are events, kept one by one in arrival order per key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, TypeAlias
 
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 
@@ -49,10 +54,17 @@ def merge_fields(old: FieldValues, new: FieldValues) -> FieldValues:
     return out
 
 
-class PendingMap:
-    """Pending tasks in arrival order of their keys; `len()` counts tasks (at most two per key)."""
+Merge: TypeAlias = Literal["fields", "replace", "none"]
+"""How a SET meets a pending SET of its key: fields merged (orchagent), the newer one replacing the
+older (full entries), or no merging at all (every task kept, in order)."""
 
-    def __init__(self) -> None:
+
+class PendingMap:
+    """Pending tasks in arrival order of their keys; `len()` counts tasks (at most two per key,
+    except with merge="none")."""
+
+    def __init__(self, merge: Merge = "fields") -> None:
+        self.merge = merge
         self._keys: dict[str, list[Entry]] = {}
         self._count = 0
 
@@ -98,13 +110,17 @@ class PendingMap:
         if entries is None:
             self._keys[key] = [entry]
             self._count += 1
+        elif self.merge == "none":
+            entries.append(entry)
+            self._count += 1
         elif entry.task.op == DEL_COMMAND:
             self._count += 1 - len(entries)
             entries[:] = [entry]
         else:
             last = entries[-1]
             if last.task.op == SET_COMMAND:
-                last.task = KeyOpFieldsValues(key, SET_COMMAND, merge_fields(last.task.fvs, entry.task.fvs))
+                fvs = entry.task.fvs if self.merge == "replace" else merge_fields(last.task.fvs, entry.task.fvs)
+                last.task = KeyOpFieldsValues(key, SET_COMMAND, fvs)
             else:
                 entries.append(entry)
                 self._count += 1

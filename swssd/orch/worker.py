@@ -20,9 +20,10 @@ from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
 from ..fields import KeyOpFieldsValues
 from ..metrics import LATENCY_BUCKETS
-from .config import RetryConfig
+from ..subscriber_state_table import SubscriberStateTable
+from .config import RetryConfig, TableKind
 from .orch import Orch, Retry
-from .pending import Entry, PendingMap
+from .pending import Entry, Merge, PendingMap
 
 log = structlog.get_logger("swssd.daemon")
 
@@ -48,7 +49,14 @@ class QueueConsumer(_Pausable, ConsumerTable):
     pass
 
 
-Consumer = StateConsumer | QueueConsumer
+class SubscriberConsumer(_Pausable, SubscriberStateTable):
+    pass
+
+
+Consumer = StateConsumer | QueueConsumer | SubscriberConsumer
+
+#: How each kind's pending tasks merge: a subscriber's SET is the whole entry.
+_MERGE: dict[TableKind, Merge] = {"state": "fields", "queue": "fields", "subscriber": "replace", "notification": "none"}
 
 
 class TableStats:
@@ -117,13 +125,17 @@ class TableWorker:
         pending_limit: int,
         on_dead_letter: DeadLetterHook,
         on_resume: Callable[[], None],
+        *,
+        table: str,
+        kind: TableKind = "state",
     ) -> None:
         self.runtime = runtime
         self.orch = runtime.orch
         self.consumer = consumer
-        self.table = consumer.name
+        self.table = table
+        self.kind = kind
         self.db_name = db_name
-        self.pending = PendingMap()
+        self.pending = PendingMap(_MERGE[kind])
         self.pending_limit = pending_limit
         self.resume_below = max(1, pending_limit // 2)
         self.stats = TableStats()
@@ -400,12 +412,17 @@ class _TimedOut(Exception):
         super().__init__(f"handler timed out after {seconds:g}s")
 
 
-def make_consumer(db: DBConnector, table: str, kind: str, pop_batch_size: int, priority: int) -> Consumer:
+def make_consumer(
+    db: DBConnector, table: str, kind: TableKind, pop_batch_size: int, priority: int,
+    *, enable_keyspace_events: bool = False,
+) -> Consumer:
     """The consumer of one configured table. State tables report delete-then-set exactly, so a
     capture replays exactly and the pending map sees what really happened. After a full batch the
     next pop runs in Redis while the daemon handles this one (prefetch); shutdown settles it. Pops
     are journaled under a key of this consumer alone, so a batch whose reply was lost with its
-    connection is recovered."""
+    connection is recovered. Subscriber tables read Redis themselves and lose nothing to a pop."""
+    if kind == "subscriber":
+        return SubscriberConsumer(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
     journal = f"_SWSSD_POP_JOURNAL:{table}:{uuid.uuid4().hex}"
     if kind == "state":
         return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True, journal=journal)
