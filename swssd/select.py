@@ -18,6 +18,7 @@ from redis.exceptions import ResponseError
 
 from .connector import CONNECTION_ERRORS, DBConnector
 from .selectable import Selectable, Subscription
+from .wire import read_replies
 
 log = structlog.get_logger(__name__)
 
@@ -284,17 +285,22 @@ class _ServerSubscription:
     async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
         subscribed = self._subscribed
         wake = self._select._wake
-        while True:
-            reply = await conn.read_response(timeout=None, push_request=True)
+        woken = True
+        async for reply in read_replies(conn):
+            if reply is None:  # every buffered message handed over: one wake-up for the burst
+                if not woken:
+                    wake()
+                    woken = True
+                continue
             kind = reply[0]
             if kind == "message":
                 for table in subscribed.get(Subscription(reply[1]), ()):
                     table.on_message(reply[1], reply[2])
-                wake()
+                woken = False
             elif kind == "pmessage":
                 for table in subscribed.get(Subscription(reply[1], True), ()):
                     table.on_message(reply[2], reply[3])
-                wake()
+                woken = False
             elif kind in _CONFIRMATIONS:
                 sub = Subscription(reply[1], kind == "psubscribe")
                 self._confirmed.add(sub)
@@ -305,7 +311,7 @@ class _ServerSubscription:
                     # What was published while we were away is gone: let every table look again.
                     for table in subscribed.get(sub, ()):
                         table.on_resubscribed()
-                    wake()
+                    woken = False
 
     async def close(self) -> None:
         if self._task is not None:

@@ -18,9 +18,10 @@ log = structlog.get_logger(__name__)
 
 #: Keyspace events after which a key is gone without a `del` event of its own.
 _GONE_EVENTS = frozenset({"del", "expired", "evicted", "rename_from", "move_from"})
-#: Keys a start-up or resync read asks SCAN for, and HGETALLs sent in one pipeline.
-_SCAN_COUNT = 1000
-_READ_CHUNK = 512
+#: Keys a start-up or resync read asks SCAN for, and HGETALLs sent in one pipeline: small
+#: enough that handling one chunk never holds the event loop long (BENCHMARKS.md).
+_SCAN_COUNT = 256
+_READ_CHUNK = 256
 #: At most this many characters of a bad key in a log line.
 _EXCERPT = 200
 

@@ -1,4 +1,5 @@
-"""Command packing in C: redis-py packs every argument in Python, which dominated batched calls.
+"""Command packing and reply reading in C: redis-py packs every argument in Python, which
+dominated batched calls, and reads each pub/sub message through several Python layers.
 
 hiredis.pack_command does the same RESP encoding in one C call (about 30x faster for a
 128-key batched set). Strings holding surrogate escapes (bytes that are not UTF-8) are
@@ -7,9 +8,17 @@ encoded with surrogateescape first, so they reach Redis as the original bytes.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import hiredis
 import redis.asyncio as aioredis
+from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+#: what redis-py says when the server closed the connection
+SERVER_CLOSED = "Connection closed by server."
 
 _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
@@ -47,3 +56,35 @@ def use_hiredis_packing(client: aioredis.Redis) -> aioredis.Redis:
     pool = client.connection_pool
     pool.connection_class = _fast_class(pool.connection_class)
     return client
+
+
+#: Bytes asked of the socket at a time by readers that bypass redis-py's per-reply layers.
+READ_SIZE = 1 << 16
+
+
+async def read_replies(conn: AbstractConnection) -> AsyncIterator[list[Any]]:
+    """Every reply arriving on a connected `conn`, for a reader that only reads (pub/sub).
+
+    Straight from the connection's hiredis reader: redis-py's read_response costs several Python
+    layers a reply, and for RESP3 push messages also formats each one for a debug log, which
+    dominated a busy keyspace subscription. Yields None when the buffered replies are used up,
+    just before waiting for the socket, so the caller can act once per burst.
+    """
+    reader = getattr(conn._parser, "_reader", None)  # type: ignore[attr-defined]
+    if not isinstance(reader, hiredis.Reader):  # no hiredis parser: the slow, general path
+        while True:
+            yield await conn.read_response(timeout=None, push_request=True)
+            yield None
+    stream = conn._reader  # type: ignore[attr-defined]
+    while True:
+        reply = reader.gets()
+        if reply is NOT_ENOUGH_DATA:
+            yield None
+            data = await stream.read(READ_SIZE)
+            if not data:
+                raise RedisConnectionError(SERVER_CLOSED)
+            reader.feed(data)
+        elif isinstance(reply, Exception):
+            raise reply
+        else:
+            yield reply
