@@ -1,5 +1,6 @@
 """swssd: SONiC's Redis table channels for asyncio Python, wire-exact with sonic-swss-common."""
 
+from .configdb import ConfigDBConnector
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .consumer_state_table import ConsumerStateTable
@@ -26,6 +27,7 @@ from .orch import Orch, Retry
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigDBConnector",
     "ConfigError",
     "ConsumerStateTable",
     "ConsumerTable",

@@ -11,10 +11,12 @@ so a new hash's fields sit in Redis in the same order as after the C++ call.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, TypeAlias, overload
 
 from .connector import DBConnector
+from .dbconfig import SonicDBConfig, SonicDBGlobalConfig
 
 ConfigKey: TypeAlias = str | tuple[str, ...]
 """An entry key: a string, or a tuple for a multi-key table (joined with the separator)."""
@@ -35,10 +37,15 @@ def _cpp_order(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+def _require_str(what: str, value: object) -> None:
+    """Refuse what swsscommon's conversion to std::string refuses, before anything is sent."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be str, not {type(value).__name__}: {value!r}")
+
+
 def _ascii_upper(table: str) -> str:
     """C++ to_upper: ::toupper byte by byte in the C locale, so only a-z change."""
-    if not isinstance(table, str):
-        raise TypeError(f"table name must be str, not {type(table).__name__}")
+    _require_str("table name", table)
     return table.encode("utf-8", "surrogateescape").upper().decode("utf-8", "surrogateescape")
 
 
@@ -97,11 +104,9 @@ def deserialize_key(key: str, separator: str = CONFIG_DB_SEPARATOR) -> ConfigKey
 
 
 def _hset_command(hash_key: str, raw: Mapping[Any, str]) -> tuple[str, ...]:
-    """HSET of every field in std::map order; a field that is not a str is refused before
-    anything is sent, as swsscommon's conversion to std::map refuses it."""
+    """HSET of every field in std::map order."""
     for field in raw:
-        if not isinstance(field, str):
-            raise TypeError(f"field name must be str, not {type(field).__name__}: {field!r}")
+        _require_str("field name", field)
     return ("HSET", hash_key, *(x for field in sorted(raw, key=_cpp_order) for x in (field, raw[field])))
 
 
@@ -109,9 +114,10 @@ class ConfigDBConnector:
     """swsscommon's ConfigDBConnector over one DBConnector (CONFIG_DB, or any database: its
     separator separates table from key and the parts of tuple keys).
 
-    Writes of several commands (set_entry's replace, mod_config, delete_table) run in one
-    MULTI/EXEC, as ConfigDBPipeConnector does; get_config reads with SCAN and HGETALLs in
-    MULTI/EXEC batches, the next SCAN riding in the same round trip.
+    set_entry's replace and mod_config run in one MULTI/EXEC each, as ConfigDBPipeConnector
+    does; get_config reads SCAN batches, each batch's HGETALLs in a MULTI/EXEC with the next SCAN
+    riding in the same round trip. get_table's HGETALLs and delete_table's DELs, which the C++
+    sends one by one after KEYS, go in one MULTI/EXEC: fewer round trips, the same data.
     """
 
     typed_to_raw = staticmethod(typed_to_raw)
@@ -125,16 +131,14 @@ class ConfigDBConnector:
     async def connect(
         cls,
         db_name: str = "CONFIG_DB",
-        config: Any = None,
+        config: SonicDBConfig | SonicDBGlobalConfig | str | os.PathLike[str] | None = None,
         *,
         namespace: str | None = None,
         **options: Any,
     ) -> ConfigDBConnector:
-        """Connect through database_config.json (`config` and `options` as DBConnector.connect
-        takes them); `namespace` is passed on only when given, for multi-ASIC systems."""
-        if namespace is not None:
-            options["namespace"] = namespace
-        return cls(await DBConnector.connect(db_name, config, **options))
+        """Connect as DBConnector.connect does (database_config.json, or database_global.json
+        with a multi-ASIC `namespace`; `options`: username, password, ssl)."""
+        return cls(await DBConnector.connect(db_name, config, namespace=namespace, **options))
 
     @classmethod
     async def from_url(
@@ -249,6 +253,7 @@ class ConfigDBConnector:
         """
         raw_config: dict[str, dict[str, dict[Any, str]]] = {}
         for table_name, table_data in data.items():
+            _require_str("table name", table_name)
             if table_data == {}:
                 continue
             raw_config[table_name] = {}

@@ -12,8 +12,10 @@ existing field changes it in place, so the HGETALL order below follows from thos
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -266,6 +268,8 @@ async def test_refused_before_anything_is_sent(cdb: ConfigDBConnector) -> None:
         await cdb.mod_config({"A": {"k": {"f": "v"}}, "T": {"k": {2: "x"}}})  # type: ignore[dict-item]
     with pytest.raises(TypeError):
         await cdb.mod_entry("T", ("a", 1), {"f": "v"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        await cdb.mod_config({"A": {"k": {"f": "v"}}, 3: None})  # type: ignore[dict-item]
     assert await raw_state(cdb) == {}
 
 
@@ -298,6 +302,26 @@ async def test_connect_through_database_config(clean_redis: EmbeddedRedis) -> No
     async with await ConfigDBConnector.connect("STATE_DB", path) as sdb:
         assert (sdb.db.db_id, sdb.separator) == (6, "|")
         assert await sdb.get_config() == {}
+
+
+async def test_connect_in_a_namespace(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """namespace= goes to DBConnector.connect: database_global.json places asic0's CONFIG_DB
+    (here db 12 of the same server)."""
+    for run_dir in ("redis", "redis0"):
+        (tmp_path / run_dir / "sonic-db").mkdir(parents=True)
+    host = clean_redis.write_database_config(tmp_path / "redis" / "sonic-db" / "database_config.json")
+    asic0 = json.loads(host.read_text())
+    asic0["DATABASES"]["CONFIG_DB"]["id"] = 12
+    (tmp_path / "redis0" / "sonic-db" / "database_config.json").write_text(json.dumps(asic0))
+    global_config = tmp_path / "redis" / "sonic-db" / "database_global.json"
+    global_config.write_text(json.dumps({"INCLUDES": [
+        {"include": "database_config.json"},
+        {"namespace": "asic0", "include": "../../redis0/sonic-db/database_config.json"},
+    ]}))
+    async with await ConfigDBConnector.connect(config=global_config, namespace="asic0") as cdb:
+        assert (cdb.db.db_id, cdb.db.namespace) == (12, "asic0")
+        await cdb.set_entry("PORT", "Ethernet0", {"mtu": "9100"})
+        assert await raw_state(cdb) == {"PORT|Ethernet0": [("mtu", "9100")]}
 
 
 # -- whole configuration --------------------------------------------------------------------
