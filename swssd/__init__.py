@@ -16,6 +16,8 @@ from .errors import (
     UnknownNamespaceError,
 )
 from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+from .notification_consumer import NotificationConsumer
+from .notification_producer import NotificationProducer
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
 from .select import Select
@@ -37,6 +39,8 @@ __all__ = [
     "FieldValues",
     "InvalidSeparatorError",
     "KeyOpFieldsValues",
+    "NotificationConsumer",
+    "NotificationProducer",
     "Orch",
     "ProducerStateTable",
     "ProducerTable",
