@@ -175,10 +175,15 @@ def test_replace_mode_put_back_takes_the_newer_entry() -> None:
     assert kept.task == SET_NEW and kept.attempts == 2
 
 
-def test_none_mode_keeps_every_task_in_order() -> None:
+def test_none_mode_keeps_every_task_in_arrival_order() -> None:
+    other = KeyOpFieldsValues("other", SET_COMMAND, [("f", "v")])
     p = PendingMap("none")
-    p.add_many([SET_A, SET_B, DEL, SET_A])
-    assert p.tasks() == [SET_A, SET_B, DEL, SET_A]
-    assert len(p) == 4
-    assert p.take(K).task == SET_A
-    assert p.tasks() == [SET_B, DEL, SET_A]
+    p.add_many([SET_A, other, SET_B, DEL, SET_A])
+    assert p.tasks() == [SET_A, other, SET_B, DEL, SET_A]
+    assert len(p) == 5
+    slots = [slot for slot, _ in p.snapshot()]
+    assert len(set(slots)) == 5  # one task a slot: a worker pass runs them in arrival order
+    first = p.take(slots[0])
+    assert first.task == SET_A
+    p.put_back(first)  # a retried notification goes behind the others
+    assert p.tasks() == [other, SET_B, DEL, SET_A, SET_A]

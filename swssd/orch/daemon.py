@@ -404,7 +404,7 @@ class Daemon:
         """Capture popped tasks, then hand them to the table's worker."""
         if tasks:
             if self.capture is not None:
-                self.capture.record(worker.db_name, worker.table, worker.consumer.separator, tasks, kind=worker.kind)
+                self.capture.record(worker.db_name, worker.table, worker.consumer.db.separator, tasks, kind=worker.kind)
             worker.accept(tasks)
             worker.runtime.new_data()
 
@@ -510,7 +510,7 @@ class Daemon:
     def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str) -> None:
         if self.capture is not None:
             self.capture.record(
-                worker.db_name, worker.table, worker.consumer.separator, [task],
+                worker.db_name, worker.table, worker.consumer.db.separator, [task],
                 kind=worker.kind, dead_letter=True, reason=reason,
             )
         for hook in self.dead_letter_hooks:

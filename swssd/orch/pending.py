@@ -11,11 +11,12 @@ Each pending task carries its retry state (attempts, when it may run again), whi
 
 Other kinds of tables merge differently (`Merge`): a subscriber table's SET is the whole entry,
 so a newer SET replaces a pending one instead of merging fields into it (a field removed since
-must not come back); notifications are events, kept one by one in arrival order per key.
+must not come back); notifications are events, each kept in its own slot, in arrival order.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Literal, TypeAlias
 
@@ -25,10 +26,12 @@ from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 class Entry:
     """A pending task and its retry state."""
 
-    __slots__ = ("task", "attempts", "not_before", "retry_epoch", "reason")
+    __slots__ = ("task", "slot", "attempts", "not_before", "retry_epoch", "reason")
 
     def __init__(self, task: KeyOpFieldsValues) -> None:
         self.task = task
+        #: where the map keeps it: the task's key, or a slot of its own when nothing merges
+        self.slot: object = task.key
         #: failures (exceptions, time-outs) so far; Retry does not count
         self.attempts = 0
         #: loop time before which the task is not run again (backoff or retry interval)
@@ -56,17 +59,18 @@ def merge_fields(old: FieldValues, new: FieldValues) -> FieldValues:
 
 Merge: TypeAlias = Literal["fields", "replace", "none"]
 """How a SET meets a pending SET of its key: fields merged (orchagent), the newer one replacing the
-older (full entries), or no merging at all (every task kept, in order)."""
+older (full entries), or no merging at all (every task in a slot of its own, in arrival order)."""
 
 
 class PendingMap:
-    """Pending tasks in arrival order of their keys; `len()` counts tasks (at most two per key,
-    except with merge="none")."""
+    """Pending tasks in arrival order of their keys (slots); `len()` counts tasks (at most two per
+    key). With merge="none" every task has a slot of its own, so the order is the arrival order."""
 
     def __init__(self, merge: Merge = "fields") -> None:
         self.merge = merge
-        self._keys: dict[str, list[Entry]] = {}
+        self._keys: dict[object, list[Entry]] = {}
         self._count = 0
+        self._slots = itertools.count()
 
     def __len__(self) -> int:
         return self._count
@@ -77,15 +81,15 @@ class PendingMap:
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def snapshot(self) -> list[tuple[str, list[Entry]]]:
+    def snapshot(self) -> list[tuple[object, list[Entry]]]:
         """The keys with their pending lists, oldest key first. A list stays the key's own while
         the key has tasks; once emptied by take() it is dropped and new data starts a new one."""
         return list(self._keys.items())
 
-    def entries_of(self, key: str) -> list[Entry]:
+    def entries_of(self, key: object) -> list[Entry]:
         return self._keys.get(key, [])
 
-    def head(self, key: str) -> Entry | None:
+    def head(self, key: object) -> Entry | None:
         """The task of `key` that runs next (a DEL before a SET)."""
         entries = self._keys.get(key)
         return entries[0] if entries else None
@@ -105,13 +109,15 @@ class PendingMap:
             self._add_entry(Entry(task))
 
     def _add_entry(self, entry: Entry) -> None:
+        if self.merge == "none":
+            entry.slot = next(self._slots)
+            self._keys[entry.slot] = [entry]
+            self._count += 1
+            return
         key = entry.task.key
         entries = self._keys.get(key)
         if entries is None:
             self._keys[key] = [entry]
-            self._count += 1
-        elif self.merge == "none":
-            entries.append(entry)
             self._count += 1
         elif entry.task.op == DEL_COMMAND:
             self._count += 1 - len(entries)
@@ -127,7 +133,7 @@ class PendingMap:
 
     # -- running ------------------------------------------------------------------------
 
-    def take(self, key: str) -> Entry:
+    def take(self, key: object) -> Entry:
         """Remove the head task of `key` to run it; data arriving meanwhile starts a new list."""
         entries = self._keys[key]
         entry = entries.pop(0)
@@ -141,7 +147,7 @@ class PendingMap:
         merging those later tasks into it as if they had arrived after it (as in orchagent, where
         a failed task simply stays in m_toSync). The key moves to the end of the order.
         """
-        key = entry.task.key
+        key = entry.slot
         later = self._keys.pop(key, [])
         self._count -= len(later)
         self._keys[key] = [entry]

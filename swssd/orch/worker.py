@@ -20,6 +20,7 @@ from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
 from ..fields import KeyOpFieldsValues
 from ..metrics import LATENCY_BUCKETS
+from ..notification_consumer import NotificationConsumer
 from ..subscriber_state_table import SubscriberStateTable
 from .config import RetryConfig, TableKind
 from .orch import Orch, Retry
@@ -53,7 +54,11 @@ class SubscriberConsumer(_Pausable, SubscriberStateTable):
     pass
 
 
-Consumer = StateConsumer | QueueConsumer | SubscriberConsumer
+class NotificationsConsumer(_Pausable, NotificationConsumer):
+    """Paused, it keeps buffering up to its queue limit: notifications cannot wait in Redis."""
+
+
+Consumer = StateConsumer | QueueConsumer | SubscriberConsumer | NotificationsConsumer
 
 #: How each kind's pending tasks merge: a subscriber's SET is the whole entry.
 _MERGE: dict[TableKind, Merge] = {"state": "fields", "queue": "fields", "subscriber": "replace", "notification": "none"}
@@ -423,6 +428,8 @@ def make_consumer(
     connection is recovered. Subscriber tables read Redis themselves and lose nothing to a pop."""
     if kind == "subscriber":
         return SubscriberConsumer(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
+    if kind == "notification":
+        return NotificationsConsumer(db, table, pop_batch_size, priority)
     journal = f"_SWSSD_POP_JOURNAL:{table}:{uuid.uuid4().hex}"
     if kind == "state":
         return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True, journal=journal)

@@ -1,5 +1,6 @@
-"""The daemon consuming CONFIG_DB/STATE_DB tables (kind `subscriber`, the default there), tables of a
-namespace, and the config rules around them (issue 8 item 5)."""
+"""The daemon consuming CONFIG_DB/STATE_DB tables (kind `subscriber`, the default there),
+notification channels (kind `notification`), tables of a namespace, and the config rules around
+them (issue 8 item 5)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,33 @@ async def test_bad_entries_are_logged_and_skipped(
     assert [t.key for _, _, t in orch.seen] == ["good", "good2"]
     assert daemon.workers[0].consumer.bad_entries == 2
     assert sum("not readable as a hash" in e["event"] for e in logs) == 2
+
+
+async def test_notification_channel_reaches_the_orch_in_order_unmerged(
+    db: DBConnector, db_config: Path, start_daemon: Any
+) -> None:
+    """Notifications wait while the handler is held, then run in arrival order, none merged,
+    whatever their data (the pending map's key)."""
+    from swssd.notification_producer import NotificationProducer
+
+    config = make_config(db_config, [
+        {"plugin": f"{MODULE}:GatedOrch", "tables": [{"db": "APPL_DB", "table": "NTF_CH", "kind": "notification"}]}
+    ])
+    daemon = await start_daemon(config)
+    orch: GatedOrch = daemon.runtimes[0].orch  # type: ignore[assignment]
+    producer = NotificationProducer(db, "NTF_CH")
+    sent = [("port_state_change", f"oid:0x{i % 3}", [("state", str(i))]) for i in range(30)]
+    sent.append(("flush", "", []))
+    for op, data, fvs in sent:
+        assert await producer.send(op, data, fvs) == 1
+    await db.redis.publish("NTF_CH", "not json")  # malformed: counted, the rest still arrives
+    assert await producer.send("last", "x", []) == 1
+    await eventually(lambda: daemon.workers[0].pending_count == 32)
+    orch.gate.set()
+    await eventually(lambda: len(orch.handled) == 32)
+    expected = [KeyOpFieldsValues(d, o, f) for o, d, f in [*sent, ("last", "x", [])]]
+    assert [t for _, t in orch.handled] == expected
+    assert daemon.workers[0].consumer.malformed == 1
 
 
 def test_reconcile_does_not_apply_to_subscriber_tables(db_config: Path) -> None:
