@@ -50,6 +50,8 @@ class Select:
         self._served = itertools.count(1)
         self._last_served: dict[int, int] = {}
         self._passed_over: dict[int, int] = {}
+        #: tables not to be served, with how many pause() calls are not resumed yet
+        self._paused: dict[int, int] = {}
 
     # -- membership ---------------------------------------------------------------------
 
@@ -71,15 +73,23 @@ class Select:
         self._tables.remove(table)
         self._last_served.pop(id(table), None)
         self._passed_over.pop(id(table), None)
+        self._paused.pop(id(table), None)
         return self._track(self._unsubscribe(table, self._added.pop(id(table))))
 
     async def _subscribe(self, table: Selectable) -> None:
+        if table.subscription is None:  # fed by something else than pub/sub: it wakes us itself
+            table.add_waker(self._wake)
+            await table.on_subscribed()
+            if table.ready:
+                self._wake()
+            return
         server = await self._server_for(table.db)
         self._server_of[id(table)] = server
         await server.add(table)
 
     async def _unsubscribe(self, table: Selectable, added: asyncio.Task[None]) -> None:
         await asyncio.wait((added,))
+        table.remove_waker(self._wake)
         server = self._server_of.pop(id(table), None)
         if server is not None:
             await server.remove(table)
@@ -99,6 +109,23 @@ class Select:
         if server is None:
             server = self._servers[run_id] = _ServerSubscription(self, db)
         return server
+
+    def pause(self, table: Selectable) -> None:
+        """Pass `table` over until resume(): its data waits where it is (backpressure, or a table
+        Redis refuses to pop). Pauses nest: each pause() needs its own resume()."""
+        self._paused[id(table)] = self._paused.get(id(table), 0) + 1
+
+    def resume(self, table: Selectable) -> None:
+        """Undo one pause(); a table no longer paused is served again as soon as it is ready."""
+        left = self._paused.get(id(table), 0) - 1
+        if left > 0:
+            self._paused[id(table)] = left
+            return
+        self._paused.pop(id(table), None)
+        self._wake()
+
+    def paused(self, table: Selectable) -> bool:
+        return id(table) in self._paused
 
     @property
     def tables(self) -> list[Selectable]:
@@ -136,7 +163,8 @@ class Select:
                 return None
 
     def _pick(self) -> Selectable | None:
-        ready = [t for t in self._tables if t.ready]
+        paused = self._paused
+        ready = [t for t in self._tables if t.ready and id(t) not in paused]
         if not ready:
             return None
         last = self._last_served

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
 from .connector import DBConnector
@@ -23,6 +24,10 @@ class Selectable:
     to `on_message`, awaits `on_subscribed` once the subscription is first confirmed (data written
     before it is looked for then) and calls `on_resubscribed` after every reconnect (messages sent
     meanwhile are gone). The consumer says through `ready` whether `pops()` may return something.
+
+    A consumer fed by something other than Redis pub/sub (a ZMQ socket) has `subscription` None:
+    Select then only awaits its `on_subscribed`, and the consumer calls `wake()` when it becomes
+    ready, which wakes every Select waiting on it.
     """
 
     def __init__(self, db: DBConnector, pop_batch_size: int = 128, priority: int = 0) -> None:
@@ -32,10 +37,25 @@ class Selectable:
         self.pop_batch_size = pop_batch_size
         self.priority = priority
         self._buffer: deque[KeyOpFieldsValues] = deque()
+        self._wakers: list[Callable[[], None]] = []
 
     @property
-    def subscription(self) -> Subscription:
+    def subscription(self) -> Subscription | None:
+        """The pub/sub channel or pattern Select subscribes for this consumer; None for none."""
         raise NotImplementedError
+
+    def add_waker(self, wake: Callable[[], None]) -> None:
+        """Called by Select for a consumer without a subscription: `wake` on becoming ready."""
+        self._wakers.append(wake)
+
+    def remove_waker(self, wake: Callable[[], None]) -> None:
+        if wake in self._wakers:
+            self._wakers.remove(wake)
+
+    def wake(self) -> None:
+        """Tell the Selects waiting on this consumer that it may be ready (never blocks)."""
+        for wake in self._wakers:
+            wake()
 
     @property
     def ready(self) -> bool:
@@ -62,11 +82,3 @@ class Selectable:
         if not self._buffer:
             self._buffer.extend(await self.pops())
         return self._buffer.popleft() if self._buffer else None
-
-    async def settle(self) -> list[KeyOpFieldsValues]:
-        """What a pop running ahead took out of Redis; only consumers that prefetch have any."""
-        return []
-
-    async def recover(self) -> list[KeyOpFieldsValues]:
-        """What a failed pop took out of Redis; only journaled consumers can tell."""
-        return []
