@@ -12,7 +12,14 @@ ENTRY_POINT_GROUP = "swssd.orchs"
 
 
 class PluginError(SwssdError):
-    """A plugin could not be imported, created or started; the message names it."""
+    """A plugin could not be imported, created or started; the message names it.
+
+    The message is kept to one line (exception texts may span several): it is what the
+    daemon prints before exiting.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
 
 
 def available() -> dict[str, str]:
@@ -46,8 +53,13 @@ def load_class(spec: str) -> type[Orch]:
             obj = found[0].load()
         except Exception as exc:
             raise PluginError(f"plugin {spec!r}: cannot load {found[0].value!r}: {type(exc).__name__}: {exc}") from exc
-    if not (isinstance(obj, type) and issubclass(obj, Orch)):
-        raise PluginError(f"plugin {spec!r}: {obj!r} is not a subclass of swssd.orch.Orch")
+    if not isinstance(obj, type):
+        raise PluginError(f"plugin {spec!r}: it is a {type(obj).__name__}, not a subclass of swssd.orch.Orch")
+    if not issubclass(obj, Orch):
+        raise PluginError(f"plugin {spec!r}: class {obj.__qualname__} is not a subclass of swssd.orch.Orch")
+    if obj.handle is Orch.handle and obj.handle_batch is Orch.handle_batch:
+        # Refused here rather than found out by dead-lettering every task.
+        raise PluginError(f"plugin {spec!r}: class {obj.__qualname__} implements neither handle() nor handle_batch()")
     return obj
 
 
