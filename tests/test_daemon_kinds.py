@@ -175,6 +175,19 @@ async def test_state_kind_on_config_db_gets_a_warning_naming_the_fix(
     assert 'kind = "subscriber"' in line and "CONFIG_DB PORT" in line
 
 
+async def test_state_db_stays_a_key_set_table_by_default_with_the_warning(
+    db_config: Path, start_daemon: Any
+) -> None:
+    config = make_config(db_config, [
+        {"plugin": f"{MODULE}:TimingOrch", "tables": [{"db": "STATE_DB", "table": "X"}]}
+    ])
+    assert config.orchs[0].tables[0].kind == "state"
+    with capture_logs() as logs:
+        await start_daemon(config)
+    (line,) = [e["event"] for e in logs if "plain hash writes" in e["event"]]
+    assert "by default" in line and "STATE_DB X" in line and 'kind = "subscriber"' in line
+
+
 def test_keyspace_events_off_is_reported_by_the_daemon(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
     import redis
 

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..dbconfig import DEFAULT_PATH, ENV_VAR
 from ..errors import ConfigError
@@ -69,15 +69,18 @@ class RetryOverride(_Section):
 
 TableKind = Literal["state", "queue", "subscriber", "notification"]
 
-#: Databases SONiC writes with plain hash writes (ConfigDBConnector, Table): their consumers
-#: follow keyspace notifications, so a table there is a `subscriber` unless the config says else.
+#: Databases SONiC writes with plain hash writes (ConfigDBConnector, Table), whose consumers
+#: follow keyspace notifications: a `state` table there gets a warning at start.
 PLAIN_HASH_DATABASES = frozenset({"CONFIG_DB", "STATE_DB", "CHASSIS_STATE_DB"})
+#: Databases where a table is a `subscriber` unless the config says otherwise: nothing writes
+#: CONFIG_DB through the key-set channel. STATE_DB stays `state` by default, as it always was.
+SUBSCRIBER_BY_DEFAULT = frozenset({"CONFIG_DB"})
 
 
 class TableConfig(_Section):
     """One consumed table: a key-set `state` table, an op `queue`, a `subscriber` of a plain
     hash table (keyspace notifications), or a `notification` channel (`table` is the channel).
-    Without `kind`: subscriber on CONFIG_DB, STATE_DB and CHASSIS_STATE_DB, state elsewhere."""
+    Without `kind`: subscriber on CONFIG_DB, state elsewhere."""
 
     db: str = "APPL_DB"
     namespace: str = ""
@@ -88,10 +91,13 @@ class TableConfig(_Section):
     reconcile: bool = False
     pending_limit: int | None = Field(None, ge=1)
 
+    _kind_explicit: bool = PrivateAttr(True)
+
     @model_validator(mode="after")
     def _kind_for_the_database(self) -> TableConfig:
         if self.kind is None:
-            self.kind = "subscriber" if self.db in PLAIN_HASH_DATABASES else "state"
+            self._kind_explicit = False
+            self.kind = "subscriber" if self.db in SUBSCRIBER_BY_DEFAULT else "state"
         if self.reconcile and self.kind in ("subscriber", "notification"):
             raise ValueError(
                 f"reconcile does not apply to {self.kind} tables "
@@ -108,7 +114,8 @@ class TableConfig(_Section):
 
     @property
     def kind_explicit(self) -> bool:
-        return "kind" in self.model_fields_set
+        """Whether the config named the kind (else it came from the database)."""
+        return self._kind_explicit
 
 
 class OrchConfig(_Section):

@@ -256,11 +256,12 @@ class Daemon:
                     self._check_namespaced_db(t.db, t.namespace, field)
                 else:
                     self._check_db(t.db, f"{field}.db")
-                if t.kind == "state" and t.kind_explicit and t.db in PLAIN_HASH_DATABASES:
+                if t.kind == "state" and t.db in PLAIN_HASH_DATABASES:
+                    how = "configured as" if t.kind_explicit else "by default"
                     log.warning(
-                        f"{t.db} {t.table} is configured as kind = \"state\", but SONiC writes {t.db} "
-                        "with plain hash writes that never reach a key-set consumer; use kind = "
-                        "\"subscriber\" (the default for this database)", field=field,
+                        f"{t.db} {t.table} is a key-set table ({how} kind = \"state\"), but SONiC writes "
+                        f"{t.db} with plain hash writes, which never reach a key-set consumer: if that is "
+                        "how this table is written, set kind = \"subscriber\"", field=field,
                     )
 
     def _check_namespaced_db(self, name: str, namespace: str, field: str) -> None:
