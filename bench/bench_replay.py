@@ -8,9 +8,11 @@ the capture writer's), then for each size:
   python - a single-process fold of the same files (json.loads each line, oldest file first),
            the obvious script an engineer would write;
 and checks that both give the same state. The 4M/1M time ratio shows how the job scales
-(target <= 4.5: linear).
+(target <= 4.5: linear). `--mixed` records the last 5 tables as subscriber tables (a SET is the
+full entry, so it replaces) and makes 1 event in 20 a notification (never table state), to time
+and check those kinds too.
 
-Run: .venv/bin/python bench/bench_replay.py [--small] [--sizes 1000000 4000000] [--keep DIR]
+Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--sizes 1000000 4000000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ FIELDS = ["alias", "speed", "mtu", "admin_status"]
 PER_TS = 8
 FILE_BYTES = 64 * 1024 * 1024
 START_US = 1_795_651_200_000_000  # 2026-11-25T00:00:00Z
+SUBSCRIBER_TABLES = 5  # with --mixed: the last ones
+NOTIFICATION_SHARE = 0.05  # with --mixed
 
 State = dict[tuple[str, str, str, str], dict[str, str]]
 
@@ -41,7 +45,7 @@ def iso(us: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{frac:06d}Z"
 
 
-def generate(directory: Path, events: int, seed: int = 1) -> int:
+def generate(directory: Path, events: int, seed: int = 1, mixed: bool = False) -> int:
     """Write `events` capture lines into rotated files; returns the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -52,16 +56,21 @@ def generate(directory: Path, events: int, seed: int = 1) -> int:
     for i in range(events):
         if i % PER_TS == 0:
             ts = iso(START_US + (i // PER_TS) * 1_000)
-        table = f"BENCH_{rng.randrange(TABLES):02d}_TABLE"
+        t = rng.randrange(TABLES)
+        table = f"BENCH_{t:02d}_TABLE"
         key = f"Ethernet{rng.randrange(KEYS)}"
-        if rng.random() < 0.1:
+        kind = ',"kind":"subscriber"' if mixed and t >= TABLES - SUBSCRIBER_TABLES else ""
+        if mixed and rng.random() < NOTIFICATION_SHARE:
+            table, kind, op = "BENCH_NOTIFICATIONS", ',"kind":"notification"', "port_state_change"
+            fvs = f'[["oper_status","{rng.choice(["up", "down"])}"]]'
+        elif rng.random() < 0.1:
             op, fvs = "DEL", "[]"
         else:
             fields = rng.sample(FIELDS, rng.randint(1, 4))
             op = "SET"
             fvs = "[" + ",".join(f'["{f}","v{i}"]' for f in fields) + "]"
         line = (f'{{"ts":"{ts}","host":"bench","db":"APPL_DB","table":"{table}","key":"{key}",'
-                f'"op":"{op}","fvs":{fvs},"seq":{i + 1}}}\n').encode()
+                f'"op":"{op}","fvs":{fvs},"seq":{i + 1}{kind}}}\n').encode()
         if out is None or size + len(line) > FILE_BYTES:
             if out is not None:
                 out.close()
@@ -88,15 +97,21 @@ def capture_files_oldest_first(directory: Path) -> list[Path]:
 
 
 def python_fold(directory: Path) -> State:
-    """SET merges fields, DEL removes the entry, in file order (timestamps never go back here)."""
+    """In file order (timestamps never go back here): SET merges fields, a subscriber's SET
+    replaces the entry, DEL removes it; notifications and dead letters are not table state."""
     state: State = {}
     for path in capture_files_oldest_first(directory):
         with open(path, encoding="utf-8") as f:
             for line in f:
                 r = json.loads(line)
+                kind = r.get("kind")
+                if kind == "notification" or r.get("dead_letter"):
+                    continue
                 k = (r["host"], r["db"], r["table"], r["key"])
                 if r["op"] == "DEL":
                     state.pop(k, None)
+                elif kind == "subscriber":
+                    state[k] = dict(r["fvs"])
                 else:
                     state.setdefault(k, {}).update(r["fvs"])
     return {k: v for k, v in state.items() if v}
@@ -123,6 +138,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 4_000_000])
     ap.add_argument("--small", action="store_true", help="100k and 400k events, for a quick run")
+    ap.add_argument("--mixed", action="store_true",
+                    help="subscriber tables and notifications among the events")
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this directory")
     args = ap.parse_args()
@@ -145,10 +162,10 @@ def main() -> None:
     results = []
     try:
         for n in sizes:
-            d = base / f"events-{n}"
+            d = base / (f"events-{n}" + ("-mixed" if args.mixed else ""))
             if not (d / "swssd.capture.jsonl").exists():
                 t = time.perf_counter()
-                nbytes = generate(d, n)
+                nbytes = generate(d, n, mixed=args.mixed)
                 print(f"generated {n:,} events, {nbytes / 1e6:.0f} MB in "
                       f"{len(list(d.iterdir()))} files ({time.perf_counter() - t:.0f} s)")
             spark_s = spark_state(d, base / f"out-{n}", [])

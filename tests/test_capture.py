@@ -149,3 +149,70 @@ async def test_unusable_directory_fails_at_start(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(OSError):
         await CaptureWriter(blocker / "sub", host="h").start()
+
+
+# -- table kinds --------------------------------------------------------------------------
+
+
+async def test_kind_is_recorded_except_for_state(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h")
+    await w.start()
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet0", "SET", [("mtu", "9100")])])  # default: state
+    w.record("APPL_DB", "ROUTE_TABLE", ":", [K("10.0.0.0/8", "SET", [("nexthop", "x")])], kind="state")
+    w.record("APPL_DB", "LLDP_TABLE", ":", [K("Ethernet0", "DEL", [])], kind="queue")
+    w.record("CONFIG_DB", "PORT", "|", [K("Ethernet0", "SET", [("speed", "100000")])], kind="subscriber")
+    w.record("APPL_DB", "NOTIFICATIONS", ":", [K('[{"port_id":"oid:0x1"}]', "port_state_change",
+                                                 [("oper", "down")])], kind="notification")
+    w.record("CONFIG_DB", "PORT", "|", [K("Ethernet4", "SET", [("speed", "x")])], kind="subscriber",
+             dead_letter=True, reason="bad speed")
+    await w.close()
+    recs = read_jsonl(w.path)
+    assert [r.get("kind") for r in recs] == [None, None, "queue", "subscriber", "notification", "subscriber"]
+    base = ["ts", "host", "db", "table", "key", "op", "fvs", "seq"]
+    assert list(recs[0]) == list(recs[1]) == base  # state lines are as they always were
+    assert list(recs[3]) == [*base, "kind"]
+    assert list(recs[5]) == [*base, "kind", "dead_letter", "reason"]
+    note = recs[4]
+    assert (note["table"], note["key"], note["op"], note["fvs"]) == (
+        "NOTIFICATIONS", '[{"port_id":"oid:0x1"}]', "port_state_change", [["oper", "down"]])
+    assert [r["seq"] for r in recs] == list(range(1, 7))
+
+
+async def test_unknown_kind_is_refused_before_anything_is_queued(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h")
+    await w.start()
+    with pytest.raises(ValueError, match="unknown capture kind 'keyspace'"):
+        w.record("APPL_DB", "T", ":", [K("a", "SET", [("f", "1")])], kind="keyspace")  # type: ignore[arg-type]
+    w.record("APPL_DB", "T", ":", [K("b", "SET", [("f", "1")])])
+    await w.close()
+    assert [(r["key"], r["seq"]) for r in read_jsonl(w.path)] == [("b", 1)]
+
+
+async def test_swss_rec_form_per_kind(tmp_path: Path) -> None:
+    """state, queue and subscriber tasks are SET/DEL lines (a subscriber's SET with the full
+    entry, as orchagent records CONFIG_DB tables); notifications are not in swss.rec at all."""
+    w = CaptureWriter(tmp_path, host="h", rec=True)
+    await w.start()
+    w.record("APPL_DB", "NOTIFICATIONS", ":", [K("data", "port_state_change", [("a", "b")])],
+             kind="notification")  # alone in its batch: swss.rec gets nothing, not even an empty write
+    await w.flush()
+    assert len((tmp_path / "swss.rec").read_text().splitlines()) == 1  # just "recording started"
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet0", "SET", [("mtu", "9100")])], kind="state")
+    w.record("APPL_DB", "LLDP_TABLE", ":", [K("Ethernet0", "SET", [("port", "1")])], kind="queue")
+    w.record("CONFIG_DB", "PORT", "|", [K("Ethernet0", "SET", [("speed", "1"), ("mtu", "2")]),
+                                        K("Ethernet0", "SET", [("speed", "1")]),
+                                        K("Ethernet4", "DEL", [])], kind="subscriber")
+    w.record("APPL_DB", "NOTIFICATIONS", ":", [K("data", "SET", [("a", "b")])], kind="notification")
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet8", "DEL", [])])
+    await w.close()
+    lines = (tmp_path / "swss.rec").read_text().splitlines()
+    assert re.fullmatch(REC_TS + r"\|recording started", lines[0])
+    assert [line.split("|", 1)[1] for line in lines[1:]] == [
+        "PORT_TABLE:Ethernet0|SET|mtu:9100",
+        "LLDP_TABLE:Ethernet0|SET|port:1",
+        "PORT|Ethernet0|SET|speed:1|mtu:2",
+        "PORT|Ethernet0|SET|speed:1",
+        "PORT|Ethernet4|DEL",
+        "PORT_TABLE:Ethernet8|DEL",
+    ]
+    assert len(read_jsonl(w.path)) == 8 and (w.written, w.dropped, w.errors) == (8, 0, 0)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import importlib.util
 import json
 import random
+import re
 import shutil
 import time
 from pathlib import Path
@@ -16,7 +18,15 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Table  # noqa: E402
+from swssd import (  # noqa: E402
+    ConsumerStateTable,
+    DBConnector,
+    KeyOpFieldsValues,
+    ProducerStateTable,
+    Select,
+    SubscriberStateTable,
+    Table,
+)
 from swssd.capture import CaptureWriter, iso_ts  # noqa: E402
 from swssd.replay.cli import main  # noqa: E402
 from swssd.replay.fold import fold_state, select_events  # noqa: E402
@@ -287,3 +297,249 @@ async def test_swssd_capture_replays_exactly_what_redis_holds(
     assert got == {("APPL_DB", "ROUTE_TABLE"): await table.dump()}
     middle = state_of(spark, [str(tmp_path / "cap")], iso_ts(mid_us))
     assert middle == {("APPL_DB", "ROUTE_TABLE"): mid_snapshot}
+
+
+# -- table kinds: subscriber SETs replace, notifications are not state ----------------------
+
+BENCH = Path(__file__).parent.parent / "bench" / "bench_replay.py"
+
+
+def bench_python_fold(directory: Path) -> dict:  # type: ignore[type-arg]
+    """The benchmark's plain-Python fold (the reference the Spark fold is checked against)."""
+    spec = importlib.util.spec_from_file_location("bench_replay", BENCH)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.python_fold(directory)
+
+
+async def _drain_select(sel: Select, quiet: float = 0.3) -> list[KeyOpFieldsValues]:
+    out: list[KeyOpFieldsValues] = []
+    while (ready := await sel.select(timeout=quiet)) is not None:
+        out += await ready.pops()
+    return out
+
+
+def printed_events(printed: str) -> list[list[str]]:
+    """The history table's rows (they start with a timestamp), split on whitespace."""
+    return [line.split() for line in printed.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", line)]
+
+
+async def test_subscriber_hdel_is_replayed_while_a_state_set_merges(
+    spark: SparkSession, unix_db: DBConnector, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same popped tasks captured as a subscriber table and as a state table: a field removed
+    by HDEL between two SETs is gone from the first and kept (merged) in the second; swss.rec,
+    which has no kinds, keeps it too (the documented loss); diff against live CONFIG_DB agrees."""
+    await unix_db.redis.config_set("notify-keyspace-events", "AKE")
+    sel = Select()
+    await sel.add(SubscriberStateTable(unix_db, "PORT"))
+    live = Table(unix_db, "PORT")
+    cap = tmp_path / "cap" / "sw1"
+    w = CaptureWriter(cap, host="sw1", rec=True)
+    await w.start()
+    popped: list[list[KeyOpFieldsValues]] = []
+
+    async def pop_and_record() -> None:
+        tasks = await _drain_select(sel)
+        w.record("CONFIG_DB", "PORT", "|", tasks, kind="subscriber")
+        w.record("APPL_DB", "PORT_TABLE", ":", tasks)  # a state table given the same SETs
+        popped.append(tasks)
+
+    try:
+        await live.set("Ethernet0", [("speed", "100000"), ("mtu", "9100"), ("fec", "rs")])
+        await live.set("Ethernet4", [("speed", "40000"), ("fec", "none")])
+        await pop_and_record()
+        await live.hdel("Ethernet0", "fec")
+        await live.hset("Ethernet4", "mtu", "1500")
+        await pop_and_record()
+        w.record("CONFIG_DB", "PORT_NOTIFY", "|", [KeyOpFieldsValues("Ethernet0", "SET", [("fec", "rs")])],
+                 kind="notification")  # a SET op, but a message: no state
+        await w.close()
+    finally:
+        await sel.close()
+    assert popped[1] == [KeyOpFieldsValues("Ethernet0", "SET", [("speed", "100000"), ("mtu", "9100")]),
+                         KeyOpFieldsValues("Ethernet4", "SET", [("speed", "40000"), ("fec", "none"),
+                                                                 ("mtu", "1500")])]
+    live_port = await live.dump()
+    assert "fec" not in live_port["Ethernet0"]
+
+    got = state_of(spark, [str(cap / "swssd.capture.jsonl")])
+    assert got == {
+        ("CONFIG_DB", "PORT"): live_port,
+        ("APPL_DB", "PORT_TABLE"): {**live_port, "Ethernet0": {**live_port["Ethernet0"], "fec": "rs"}},
+    }
+    # swss.rec: subscriber SETs are plain SET lines, so their replay merges and keeps fec
+    rec = state_of(spark, [str(cap / "swss.rec")])
+    assert rec[("CONFIG_DB", "PORT")]["Ethernet0"]["fec"] == "rs"
+    assert "PORT_NOTIFY" not in (cap / "swss.rec").read_text()
+
+    dump = tmp_path / "config_db.json"
+    dump.write_text(json.dumps({"PORT": live_port, "PORT_NOTIFY": {}}))
+    assert run("diff", str(cap / "swssd.capture.jsonl"), "--db", "CONFIG_DB", "--dump", str(dump),
+               "--output", str(tmp_path / "out")) == 0
+    assert "no differences" in capsys.readouterr().out
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def old_record(seq: int, key: str, op: str, fvs: list, **extra: object) -> dict:  # type: ignore[type-arg]
+    """A record as swssd wrote them before kinds: no "kind"."""
+    return {"ts": f"2026-03-01T10:00:{seq:02d}.000000Z", "host": "sw1", "db": "APPL_DB",
+            "table": "PORT_TABLE", "key": key, "op": op, "fvs": fvs, "seq": seq, **extra}
+
+
+def test_records_without_kind_replay_as_before(spark: SparkSession, rec_dir: Path, tmp_path: Path) -> None:
+    old = write_jsonl(tmp_path / "old" / "swssd.capture.jsonl", [
+        old_record(1, "Ethernet0", "SET", [["mtu", "9100"], ["fec", "rs"]]),
+        old_record(2, "Ethernet0", "SET", [["mtu", "1500"]]),
+        old_record(3, "Ethernet4", "SET", [["mtu", "9100"]]),
+        old_record(4, "Ethernet4", "DEL", []),
+        old_record(5, "Ethernet8", "SET", [["a", "1"]], kind="state"),
+        old_record(6, "Ethernet8", "SET", [["b", "2"]], kind="queue"),
+    ])
+    assert state_of(spark, [str(old)]) == {("APPL_DB", "PORT_TABLE"): {
+        "Ethernet0": {"mtu": "1500", "fec": "rs"}, "Ethernet8": {"a": "1", "b": "2"}}}
+    events = load(spark, InputOptions([str(old), str(rec_dir / "swss.rec*")])).events
+    kinds = {(r["source"].rsplit("/", 1)[-1], r["kind"]) for r in events.select("source", "kind").collect()}
+    assert kinds == {("swssd.capture.jsonl", None), ("swssd.capture.jsonl", "state"),
+                     ("swssd.capture.jsonl", "queue"), ("swss.rec", None), ("swss.rec.1", None),
+                     ("swss.rec.2.gz", None)}
+
+
+def test_kind_and_op_rules_of_the_reader(spark: SparkSession, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "h" / "swssd.capture.jsonl", [
+        old_record(1, "a", "port_state_change", [["x", "y"]], kind="notification"),
+        old_record(2, "b", "port_state_change", [["x", "y"]]),  # not a notification: refused
+        old_record(3, "c", "SET", [["x", "y"]], kind="keyspace"),
+        {k: v for k, v in old_record(4, "d", "", [], kind="notification").items() if k != "op"},
+        {k: v for k, v in old_record(5, "e", "", []).items() if k != "op"},
+        old_record(6, "f", "SET", [["x", "y"]], kind="subscriber"),
+    ])
+    inputs = load(spark, InputOptions([str(path)]))
+    assert sorted((r["key"], r["op"], r["kind"]) for r in inputs.events.collect()) == [
+        ("a", "port_state_change", "notification"), ("f", "SET", "subscriber")]
+    reasons = sorted((json.loads(r["value"])["key"], r["reason"]) for r in inputs.rejects.collect())
+    assert reasons == [("b", "op is neither SET nor DEL"), ("c", "unknown kind"),
+                       ("d", "notification without op"), ("e", "op is neither SET nor DEL")]
+    assert inputs.counts()["rejects"] == 4
+
+
+async def test_notifications_show_in_history_and_stats_never_in_state(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap = tmp_path / "cap" / "sw1"
+    w = CaptureWriter(cap, host="sw1", rec=True)
+    await w.start()
+    k = KeyOpFieldsValues
+    w.record("APPL_DB", "PORT_TABLE", ":", [k("Ethernet0", "SET", [("mtu", "9100")])])
+    w.record("APPL_DB", "NOTIFICATIONS", ":", [
+        k('[{"port_id":"oid:0x1","port_state":"SAI_PORT_OPER_STATUS_DOWN"}]', "port_state_change", []),
+        k('[{"port_id":"oid:0x1","port_state":"SAI_PORT_OPER_STATUS_UP"}]', "port_state_change", []),
+        k("[]", "fdb_event", [("mac", "00:11:22:33:44:55")]),
+    ], kind="notification")
+    # a channel named like the table, with SET and DEL ops: still messages, not changes
+    w.record("APPL_DB", "PORT_TABLE", ":", [k("Ethernet0", "SET", [("mtu", "1")]), k("Ethernet0", "DEL", [])],
+             kind="notification")
+    w.record("APPL_DB", "NOTIFICATIONS", ":", [k("[]", "fdb_event", [])], kind="notification",
+             dead_letter=True, reason="handler failed")
+    w.record("CONFIG_DB", "PORT", "|", [k("Ethernet0", "SET", [("speed", "1")])], kind="subscriber")
+    w.record("APPL_DB", "LLDP_TABLE", ":", [k("Ethernet0", "SET", [("port", "1")])], kind="queue")
+    await w.close()
+    jsonl = str(cap / "swssd.capture.jsonl")
+
+    assert state_of(spark, [jsonl]) == {
+        ("APPL_DB", "PORT_TABLE"): {"Ethernet0": {"mtu": "9100"}},
+        ("APPL_DB", "LLDP_TABLE"): {"Ethernet0": {"port": "1"}},
+        ("CONFIG_DB", "PORT"): {"Ethernet0": {"speed": "1"}},
+    }
+
+    out = tmp_path / "out"
+    assert run("history", jsonl, "--output", str(out)) == 0
+    rows = printed_events(capsys.readouterr().out)
+    ops = [" ".join(x for x in w[4:] if "=" not in x) for w in rows]  # op and its marks, no fields
+    assert [w[2] for w in rows] == ["PORT_TABLE", *["NOTIFICATIONS"] * 3, "PORT_TABLE", "PORT_TABLE",
+                                    "NOTIFICATIONS", "PORT", "LLDP_TABLE"]
+    assert ops == ["SET", "port_state_change (notification)", "port_state_change (notification)",
+                   "fdb_event (notification)", "SET (notification)", "DEL (notification)",
+                   "fdb_event (notification) (dead letter)", "SET (subscriber)", "SET (queue)"]
+    hist = spark.read.parquet(str(out / "history")).orderBy("seq").collect()
+    assert [r["kind"] for r in hist] == [None, *["notification"] * 6, "subscriber", "queue"]
+
+    assert run("stats", jsonl, "--output", str(out)) == 0
+    printed = capsys.readouterr().out
+    tables = {(r["db"], r["table"]): r for r in spark.read.parquet(str(out / "stats" / "tables")).collect()}
+    figures = {t: (r["kind"], r["events"], r["sets"], r["dels"], r["notifications"], r["dead_letters"])
+               for t, r in tables.items()}
+    assert figures == {
+        ("APPL_DB", "PORT_TABLE"): ("notification,state", 3, 1, 0, 2, 0),
+        ("APPL_DB", "NOTIFICATIONS"): ("notification", 4, 0, 0, 4, 1),
+        ("APPL_DB", "LLDP_TABLE"): ("queue", 1, 1, 0, 0, 0),
+        ("CONFIG_DB", "PORT"): ("subscriber", 1, 1, 0, 0, 0),
+    }
+    keys = spark.read.parquet(str(out / "stats" / "keys")).collect()
+    assert sorted((r["table"], r["key"], r["kind"], r["events"]) for r in keys) == [
+        ("LLDP_TABLE", "Ethernet0", "queue", 1), ("PORT", "Ethernet0", "subscriber", 1),
+        ("PORT_TABLE", "Ethernet0", "state", 1)]
+    notes = spark.read.parquet(str(out / "stats" / "notifications")).collect()
+    assert sorted((r["table"], r["op"], r["events"], r["dead_letters"]) for r in notes) == [
+        ("NOTIFICATIONS", "fdb_event", 2, 1), ("NOTIFICATIONS", "port_state_change", 2, 0),
+        ("PORT_TABLE", "DEL", 1, 0), ("PORT_TABLE", "SET", 1, 0)]
+    assert "notifications per channel and op" in printed and "port_state_change" in printed
+
+    rec = (cap / "swss.rec").read_text()
+    assert "NOTIFICATIONS" not in rec and "|PORT_TABLE:Ethernet0|SET|mtu:1" not in rec
+
+
+async def test_mixed_capture_matches_the_plain_python_fold(spark: SparkSession, tmp_path: Path) -> None:
+    """Random traffic on tables of every kind, through CaptureWriter with rotation and dead
+    letters: the Spark fold equals the model kept while generating and the benchmark's fold."""
+    rng = random.Random(8)
+    kinds = {"ROUTE_TABLE": "state", "LLDP_TABLE": "queue", "PORT": "subscriber", "VLAN": "subscriber",
+             "NOTIFICATIONS": "notification"}
+    cap = tmp_path / "cap" / "sw1"
+    w = CaptureWriter(cap, host="sw1", max_bytes=20_000, backups=100)
+    await w.start()
+    model: dict = {}
+    fields = ["a", "b", "c", "d"]
+    for rnd in range(60):
+        table = rng.choice(list(kinds))
+        kind = kinds[table]
+        batch = []
+        for i in range(rng.randint(1, 10)):
+            key = f"k{rng.randrange(6)}"
+            entry = (table, key)
+            if kind == "notification":
+                batch.append(KeyOpFieldsValues(key, rng.choice(["SET", "DEL", "port_state_change"]),
+                                               [("x", str(i))]))
+            elif rng.random() < 0.15:
+                batch.append(KeyOpFieldsValues(key, "DEL", []))
+                model.pop(entry, None)
+            else:
+                fvs = [(f, f"{rnd}.{i}") for f in rng.sample(fields, rng.randint(1, 4))]
+                batch.append(KeyOpFieldsValues(key, "SET", fvs))
+                if kind == "subscriber":
+                    model[entry] = dict(fvs)
+                else:
+                    model.setdefault(entry, {}).update(fvs)
+        db = "CONFIG_DB" if kind == "subscriber" else "APPL_DB"
+        w.record(db, table, "|" if db == "CONFIG_DB" else ":", batch, kind=kind)
+        if rnd % 9 == 0:
+            w.record(db, table, ":", [KeyOpFieldsValues("k0", "SET", [("junk", "1")])], kind=kind,
+                     dead_letter=True, reason="gave up")
+        if rnd % 5 == 0:
+            await w.flush()
+    await w.close()
+    assert len(list(cap.glob("swssd.capture.jsonl.*"))) >= 2  # rotated: order across files matters
+    expected = {k: v for k, v in model.items() if v}
+    assert {kinds[t] for t, _ in expected} == {"state", "queue", "subscriber"}
+
+    got = load(spark, InputOptions([str(cap)]))
+    spark_state = {(r["table"], r["key"]): dict(r["fields"]) for r in fold_state(got.events).collect()}
+    python_state = {(t, key): v for (_, _, t, key), v in bench_python_fold(cap).items()}
+    assert spark_state == python_state == expected
+    assert got.counts()["rejects"] == 0

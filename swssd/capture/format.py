@@ -3,11 +3,27 @@
 JSON record, one per line, keys in this order:
     {"ts": "2026-11-25T23:41:16.123456Z", "host": ..., "db": "APPL_DB", "table": "PORT_TABLE",
      "key": ..., "op": "SET"|"DEL", "fvs": [[field, value], ...], "seq": 1}
-plus "dead_letter": true and "reason": "..." on tasks the daemon gave up on.
+then, when they apply:
+    "kind": "queue"|"subscriber"|"notification"   the kind of table the task was popped from;
+    "dead_letter": true, "reason": "..."          on tasks the daemon gave up on.
+
+`kind` says how a replay applies the record, and is left out for `state` (the key-set channel,
+most of the traffic) so that those lines stay as they always were. A record without `kind`,
+including every record written before kinds were recorded, replays as state:
+- state, queue: a SET carries the changed fields only; replay merges them into the entry.
+- subscriber (keyspace events of CONFIG_DB/STATE_DB): a SET carries the entry's full fields as
+  read when popped; replay replaces the entry with them, so a field removed by HDEL is gone.
+- notification (pub/sub messages): `table` is the channel, `key` the data, `op` the message's
+  op (any text, not only SET/DEL) and `fvs` its values. Not table state: replay shows it in
+  history and stats, never in a table's contents.
 
 swss.rec line: `YYYY-MM-DD.HH:MM:SS.ffffff|TABLE<sep>key|OP|field:value|...`, in UTC. That form is
 not escaped (and so not lossless); only CR and LF are written as `\\r`/`\\n` so that one task stays
-one line.
+one line. It has no kind: subscriber tasks are SET/DEL lines as orchagent's swss.rec has them
+for CONFIG_DB tables, and a replay of them merges, so a field removed by HDEL survives there
+(the JSON capture is the exact one). Notifications are not written to swss.rec: they are not
+table changes, orchagent does not record them, and a replay of swss.rec would apply them as
+table entries.
 """
 
 from __future__ import annotations
@@ -15,11 +31,16 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 REC_STARTED = "recording started"
+
+CaptureKind = Literal["state", "queue", "subscriber", "notification"]
+KINDS: frozenset[str] = frozenset(get_args(CaptureKind))
+#: The kind a record without "kind" has.
+DEFAULT_KIND: CaptureKind = "state"
 
 
 class CapturedTask(NamedTuple):
@@ -35,6 +56,7 @@ class CapturedTask(NamedTuple):
     fvs: tuple[tuple[str, str], ...]
     dead_letter: bool
     reason: str | None
+    kind: CaptureKind = DEFAULT_KIND
 
 
 def _utc(ts_us: int) -> datetime:
@@ -65,6 +87,8 @@ def jsonl_line(task: CapturedTask, host: str) -> bytes:
         "fvs": [list(fv) for fv in task.fvs],
         "seq": task.seq,
     }
+    if task.kind != DEFAULT_KIND:
+        obj["kind"] = task.kind
     if task.dead_letter:
         obj["dead_letter"] = True
         obj["reason"] = task.reason or ""
@@ -81,7 +105,9 @@ def _one_line(text: str) -> str:
 
 
 def rec_line(task: CapturedTask) -> bytes:
-    """One swss.rec line and its newline (surrogate escapes written back as the original bytes)."""
+    """One swss.rec line and its newline (surrogate escapes written back as the original bytes).
+
+    The caller leaves notifications out (see the module docstring)."""
     parts = [rec_ts(task.ts_us), f"{task.table}{task.separator}{task.key}", task.op]
     parts += [f"{f}:{v}" for f, v in task.fvs]
     return (_one_line("|".join(parts)) + "\n").encode("utf-8", "surrogateescape")

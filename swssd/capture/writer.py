@@ -20,7 +20,7 @@ from queue import Empty, SimpleQueue
 import structlog
 
 from ..fields import KeyOpFieldsValues
-from .format import CapturedTask, jsonl_line, rec_line, rec_started_line
+from .format import KINDS, CaptureKind, CapturedTask, jsonl_line, rec_line, rec_started_line
 from .rotating import RotatingFile
 
 log = structlog.get_logger(__name__)
@@ -40,7 +40,8 @@ class _Control:
 
 
 class CaptureWriter:
-    """Append captured tasks to `directory/file_name` (and `directory/swss.rec` when rec=True).
+    """Append captured tasks to `directory/file_name` (and `directory/swss.rec` when rec=True,
+    notifications left out as orchagent leaves them out).
 
     Files rotate by size like logging's RotatingFileHandler (name.1 is the newest backup);
     `reopen()` closes and reopens them by name, for logrotate's SIGHUP. At most `max_queue`
@@ -114,10 +115,17 @@ class CaptureWriter:
         separator: str,
         tasks: Iterable[KeyOpFieldsValues],
         *,
+        kind: CaptureKind = "state",
         dead_letter: bool = False,
         reason: str | None = None,
     ) -> None:
-        """Stamp and enqueue popped tasks; never blocks and never raises for I/O."""
+        """Stamp and enqueue popped tasks; never blocks and never raises for I/O.
+
+        `kind` is the kind of table they were popped from, which decides how a replay applies
+        them (see format.py); an unknown kind raises ValueError, as it could not be replayed.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"unknown capture kind {kind!r}; expected one of {sorted(KINDS)}")
         now = time.time_ns() // 1000
         with self._lock:
             if now < self._last_us:
@@ -130,7 +138,8 @@ class CaptureWriter:
                     continue
                 self._queue.put(
                     CapturedTask(
-                        self._seq, now, db, table, separator, key, op, tuple(fvs), dead_letter, reason
+                        self._seq, now, db, table, separator, key, op, tuple(fvs), dead_letter, reason,
+                        kind,
                     )
                 )
 
@@ -215,7 +224,9 @@ class CaptureWriter:
             self.written += self._jsonl.lines_done
             self._dropped_io += len(batch) - self._jsonl.lines_done
         if self._rec is not None:
-            self._guarded(self._rec, self._rec.write_lines, [rec_line(t) for t in batch])
+            rec_lines = [rec_line(t) for t in batch if t.kind != "notification"]
+            if rec_lines:
+                self._guarded(self._rec, self._rec.write_lines, rec_lines)
 
     def _guarded(self, f: RotatingFile, action: Callable[..., None], *args: object) -> bool:
         """Run one file operation; an OSError is logged once per failing spell and counted."""

@@ -72,10 +72,12 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     hi.add_argument("--since", metavar="T", help="only events at or after T")
     hi.add_argument("--limit", type=int, default=50, metavar="N", help="events printed (default 50)")
 
-    sa = sub.add_parser("stats", parents=[common], help="event counts, rates and flapping keys")
+    sa = sub.add_parser("stats", parents=[common],
+                        help="event counts, rates, flapping keys and notifications per op")
     sa.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     sa.add_argument("--since", metavar="T", help="only events at or after T")
-    sa.add_argument("--top", type=int, default=10, metavar="N", help="flapping keys printed (default 10)")
+    sa.add_argument("--top", type=int, default=10, metavar="N",
+                    help="flapping keys and notification ops printed (default 10)")
 
     di = sub.add_parser("diff", parents=[common],
                         help="state at an instant against a `swssd dump` of live tables")

@@ -109,11 +109,18 @@ def run_state(spark: SparkSession, args: argparse.Namespace) -> int:
 # -- history ------------------------------------------------------------------------------
 
 HISTORY_COLUMNS = ["ts", "host", "db", "table", "key", "op", "fvs", "seq", "dead_letter", "reason",
-                   "source"]
+                   "kind", "source"]
 
 
 def _fields_text(fvs: list) -> str:  # type: ignore[type-arg]
     return " ".join(f"{field}={value}" for field, value in fvs or ())
+
+
+def _op_text(op: str, kind: str | None, dead_letter: bool) -> str:
+    """The op, marked with a recorded kind other than state (a subscriber SET is a whole entry,
+    a notification's op is its own) and when dead-lettered."""
+    return (op + (f" ({kind})" if kind and kind != "state" else "")
+            + (" (dead letter)" if dead_letter else ""))
 
 
 def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
@@ -127,8 +134,8 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     if args.limit:
         first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
         rows = [
-            (r["ts"], r["host"], r["table"], r["key"],
-             r["op"] + (" (dead letter)" if r["dead_letter"] else ""), _fields_text(r["fvs"]))
+            (r["ts"], r["host"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
+             _fields_text(r["fvs"]))
             for r in first
         ]
         print(text_table(["ts", "host", "table", "key", "op", "fields"], rows, max_width=80))
@@ -144,25 +151,36 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     st = stats_mod.compute(_events(inputs, args, args.db))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
+    notifications_path = out_path(args, "stats/notifications")
     st.tables.write.mode("overwrite").parquet(tables_path)
     st.keys.write.mode("overwrite").parquet(keys_path)
+    st.notifications.write.mode("overwrite").parquet(notifications_path)
     _report_inputs(inputs, args)
     tables = spark.read.parquet(tables_path).orderBy("host", "db", "table").collect()
     print(f"per table -> {tables_path}")
     print(text_table(
-        ["host", "db", "table", "events", "SET", "DEL", "dead", "keys", "ev/min", "peak/min",
-         "first", "last"],
-        [(r["host"], r["db"], r["table"], r["events"], r["sets"], r["dels"], r["dead_letters"],
-          r["distinct_keys"], r["events_per_minute"], r["peak_per_minute"], r["first_ts"],
-          r["last_ts"]) for r in tables],
+        ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",
+         "peak/min", "first", "last"],
+        [(r["host"], r["db"], r["table"], r["kind"], r["events"], r["sets"], r["dels"],
+          r["notifications"], r["dead_letters"], r["distinct_keys"], r["events_per_minute"],
+          r["peak_per_minute"], r["first_ts"], r["last_ts"]) for r in tables],
     ))
     top = st.keys.limit(args.top).collect()
     print(f"\nmost changed keys (flapping) -> {keys_path}")
     print(text_table(
-        ["host", "table", "key", "events", "SET", "DEL", "minutes", "first", "last"],
-        [(r["host"], r["table"], r["key"], r["events"], r["sets"], r["dels"], r["active_minutes"],
-          r["first_ts"], r["last_ts"]) for r in top],
+        ["host", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
+        [(r["host"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
+          r["active_minutes"], r["first_ts"], r["last_ts"]) for r in top],
     ))
+    ops = spark.read.parquet(notifications_path).orderBy(
+        F.desc("events"), "host", "db", "table", "op").limit(args.top).collect()
+    if ops:
+        print(f"\nnotifications per channel and op -> {notifications_path}")
+        print(text_table(
+            ["host", "db", "channel", "op", "events", "dead", "peak/min", "minutes", "first", "last"],
+            [(r["host"], r["db"], r["table"], r["op"], r["events"], r["dead_letters"],
+              r["peak_per_minute"], r["active_minutes"], r["first_ts"], r["last_ts"]) for r in ops],
+        ))
     return 0
 
 

@@ -1,14 +1,18 @@
 """The fold: table contents at an instant, from events in order, with DataFrame aggregations only.
 
 Per host/db/table/key, in `ord` order: SET merges its fields into the entry, DEL removes the
-entry. Dead-lettered records are annotations (the task was recorded when popped, and again when
-the daemon gave up on it) and are left out. An entry with no fields left does not exist, as a
-Redis hash cannot be empty.
+entry. A subscriber's SET carries the entry's full fields, so it replaces the entry: it is a DEL
+then a SET at its own position, and fields set before it and not in it are gone. Notifications
+are not table state and dead-lettered records are annotations (the task was recorded when
+popped, and again when the daemon gave up on it): both are left out. An entry with no fields
+left does not exist, as a Redis hash cannot be empty.
 
 How, without sorting each key's events: every SET field becomes one row and every DEL one row
-with a null field; one aggregation per (key, field) keeps the latest value (and, in the null
-field's group, the latest DEL); a second, much smaller aggregation per key keeps the fields
-set after the latest DEL.
+with a null field (a subscriber's SET gives both, the null one first); one aggregation per
+(key, field) keeps the latest value (and, in the null field's group, the latest deletion); a
+second, much smaller aggregation per key keeps the fields set at or after the latest deletion.
+`ord` is unique per record and a DEL has no fields, so "at" only keeps the fields of the
+subscriber SET that did the deletion.
 """
 
 from __future__ import annotations
@@ -68,9 +72,13 @@ def select_events(
 
 def fold_state(events: DataFrame) -> DataFrame:
     """host, db, table, key, fields (map) of every entry that exists after the events."""
-    live = events.where(~F.col("dead_letter"))
+    live = events.where(~F.col("dead_letter") & ~F.col("kind").eqNullSafe("notification"))
     delete_row = F.array(F.array(F.lit(None).cast("string"), F.lit(None).cast("string")))
-    items = F.when(F.col("op") == "DEL", delete_row).otherwise(F.col("fvs"))
+    items = (
+        F.when(F.col("op") == "DEL", delete_row)
+        .when(F.col("kind") == "subscriber", F.concat(delete_row, F.col("fvs")))
+        .otherwise(F.col("fvs"))
+    )
     rows = live.select(*KEY_COLUMNS, "ord", F.posexplode(items).alias("pos", "fv"))
     latest = rows.groupBy(*KEY_COLUMNS, F.col("fv")[0].alias("field")).agg(
         F.max(F.struct("ord", "pos", F.col("fv")[1].alias("value"))).alias("last")
@@ -85,7 +93,7 @@ def fold_state(events: DataFrame) -> DataFrame:
         ).alias("items"),
     )
     kept = F.filter(
-        "items", lambda x: F.col("deleted_at").isNull() | (x["ord"] > F.col("deleted_at"))
+        "items", lambda x: F.col("deleted_at").isNull() | (x["ord"] >= F.col("deleted_at"))
     )
     fields = F.map_from_entries(F.transform(kept, lambda x: F.struct(x["field"], x["value"])))
     return (

@@ -27,6 +27,12 @@ its first `:`. A `|` inside a value is kept when the text after it holds no `:` 
 when a key is deleted and set again between two pops, swss.rec holds one bare SET with the new
 fields, so the fields only the old entry had survive the replay (swssd's own JSON capture
 records that case as DEL followed by SET and replays exactly).
+
+Kind. `kind` is a JSON record's own (`queue`, `subscriber`, `notification`, or `state`) and null
+where it has none: a state record, a record from before kinds were recorded, every swss.rec
+line; null replays as state (a SET merges). A notification's `op` may be any text; every other
+record's is SET or DEL. A kind this reader does not know is a reject, since it cannot tell how
+to replay it. swss.rec does not say which lines a subscriber wrote, so their SETs merge there.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from ..capture.format import KINDS
 from .inputs_doc import DEFAULT_HOST_PATTERN
 
 JSON_SCHEMA = StructType(
@@ -60,6 +67,7 @@ JSON_SCHEMA = StructType(
         StructField("seq", LongType()),
         StructField("dead_letter", BooleanType()),
         StructField("reason", StringType()),
+        StructField("kind", StringType()),
     ]
 )
 
@@ -70,10 +78,11 @@ _FIELD_SPLIT = r"\|(?=[^|]*:)"
 REC_MARKER = "recording started"
 
 EVENT_COLUMNS = [
-    "host", "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason",
+    "host", "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
     "source", "ord",
 ]
-"""`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture."""
+"""`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture; `kind` is
+null, state, queue, subscriber or notification (see the module docstring)."""
 REJECT_COLUMNS = ["source", "reason", "value"]
 COUNTS = ["lines", "events", "markers", "blank", "rejects"]
 
@@ -89,18 +98,19 @@ class InputOptions:
 
 @dataclass
 class Inputs:
-    """The classified lines, and the counts observed while the first action read them."""
+    """The classified lines (`line_kind`: event, marker, blank, reject), and the counts observed
+    while the first action read them."""
 
     lines: DataFrame
     observation: Observation
 
     @property
     def events(self) -> DataFrame:
-        return self.lines.where(F.col("kind") == "event").select(*EVENT_COLUMNS)
+        return self.lines.where(F.col("line_kind") == "event").select(*EVENT_COLUMNS)
 
     @property
     def rejects(self) -> DataFrame:
-        return self.lines.where(F.col("kind") == "reject").select(*REJECT_COLUMNS)
+        return self.lines.where(F.col("line_kind") == "reject").select(*REJECT_COLUMNS)
 
     def counts(self) -> dict[str, int]:
         """lines, events, markers, blank, rejects: available once an action has run."""
@@ -148,12 +158,16 @@ def _json_columns() -> dict[str, Column]:
     pairs = F.coalesce(j["fvs"], F.array().cast("array<array<string>>"))
     # every pair has two non-null strings: flattened and without nulls, twice as many items
     bad_pair = F.size(F.array_compact(F.flatten(pairs))) != 2 * F.size(pairs)
+    notification = j["kind"].eqNullSafe("notification")
     reason = (
         F.when(j.isNull() | (j["ts"].isNull() & j["key"].isNull() & j["op"].isNull()), "malformed JSON")
         .when(F.col("j_ts").isNull(), "bad or missing ts")
         .when(j["db"].isNull() | j["table"].isNull() | j["key"].isNull(), "missing db, table or key")
-        .when(~j["op"].isin("SET", "DEL"), "op is neither SET nor DEL")
-        .when(j["fvs"].isNull() & (j["op"] == "SET"), "SET without fvs")
+        .when(j["kind"].isNotNull() & ~j["kind"].isin(*sorted(KINDS)), "unknown kind")
+        .when(notification & j["op"].isNull(), "notification without op")
+        .when(~notification & ~F.coalesce(j["op"].isin("SET", "DEL"), F.lit(False)),
+              "op is neither SET nor DEL")
+        .when(~notification & j["fvs"].isNull() & (j["op"] == "SET"), "SET without fvs")
         .when(bad_pair, "fvs is not a list of [field, value] pairs")
     )
     return {
@@ -168,6 +182,7 @@ def _json_columns() -> dict[str, Column]:
         "seq": j["seq"],
         "dead_letter": F.coalesce(j["dead_letter"], F.lit(False)),
         "dl_reason": j["reason"],
+        "kind": j["kind"],
     }
 
 
@@ -202,6 +217,7 @@ def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
         "seq": F.lit(None).cast("long"),
         "dead_letter": F.lit(False),
         "dl_reason": F.lit(None).cast("string"),
+        "kind": F.lit(None).cast("string"),
     }
 
 
@@ -229,7 +245,7 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         "value", "source", "file_name", "block", "line", "is_json",
         *[F.when(is_json, jc[name]).otherwise(rc[name]).alias(name) for name in jc],
     )
-    kind = (
+    line_kind = (
         F.when(is_blank, "blank")
         .when(~is_json & is_marker, "marker")
         .when(F.col("reason").isNotNull(), "reject")
@@ -247,9 +263,9 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         else F.coalesce(F.col("host"), F.when(path_host != "", path_host), F.lit("unknown"))
     )
     lines = parsed.select(
-        kind.alias("kind"),
-        F.when(kind == "event", host).alias("host"),
-        "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason",
+        line_kind.alias("line_kind"),
+        F.when(line_kind == "event", host).alias("host"),
+        "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
         "source", "reason", "value",
         F.struct(
             F.col("ts").alias("ts"),
@@ -264,7 +280,7 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         observation,
         F.count(F.lit(1)).alias("lines"),
         *(
-            F.sum(F.when(F.col("kind") == kind_name, 1).otherwise(0)).alias(count_name)
+            F.sum(F.when(F.col("line_kind") == kind_name, 1).otherwise(0)).alias(count_name)
             for kind_name, count_name in
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),

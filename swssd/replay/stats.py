@@ -1,54 +1,94 @@
-"""stats: per host/table event counts, SET/DEL split, distinct keys, events per minute, flapping keys.
+"""stats: per host/table event counts, SET/DEL split, distinct keys, events per minute, flapping
+keys, and notifications per channel and op.
 
-One aggregation over the events, per key and minute, is cached; every figure is derived from it,
-so the input is read once.
+One aggregation over the events, per key, notification op and minute, is cached; every figure is
+derived from it, so the input is read once. A notification's op is its own (any text), so it is
+counted apart from SET and DEL; its key is the message's data, so notifications are ranked per
+channel and op rather than among the flapping keys.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .fold import KEY_COLUMNS
 
 TABLE_COLUMNS = ["host", "db", "table"]
+SUMS = ["events", "sets", "dels", "notifications", "dead_letters"]
 
 
 @dataclass
 class Stats:
     tables: DataFrame
-    """host, db, table, events, sets, dels, dead_letters, distinct_keys, first_ts, last_ts,
-    active_minutes, events_per_minute (events over the span, at least one minute), peak_per_minute"""
+    """host, db, table, kind, events, sets, dels, notifications, dead_letters, distinct_keys,
+    first_ts, last_ts, active_minutes, events_per_minute (events over the span, at least one
+    minute), peak_per_minute"""
     keys: DataFrame
-    """host, db, table, key, events, sets, dels, dead_letters, first_ts, last_ts, active_minutes,
-    the most changed first (a key that keeps being set and deleted is flapping)"""
+    """host, db, table, kind, key, events, sets, dels, dead_letters, first_ts, last_ts,
+    active_minutes of table entries (not notifications), the most changed first (a key that
+    keeps being set and deleted is flapping)"""
+    notifications: DataFrame
+    """host, db, table (the channel), op, events, dead_letters, first_ts, last_ts,
+    active_minutes, peak_per_minute, the most frequent first"""
 
 
-def _count(cond: F.Column) -> F.Column:
+def _count(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
+def _kinds() -> Column:
+    """The kinds of the records, comma-separated; a record without one counts as `state`, the
+    way it replays."""
+    kinds = F.collect_set(F.coalesce(F.col("kind"), F.lit("state")))
+    return F.concat_ws(",", F.array_sort(kinds)).alias("kind")
+
+
 def compute(events: DataFrame) -> Stats:
+    """The figures, as DataFrames over one cached per-minute aggregation."""
+    is_notification = F.col("kind").eqNullSafe("notification")
     per_minute = (
-        events.groupBy(*KEY_COLUMNS, F.date_trunc("minute", "ts").alias("minute"))
+        events.groupBy(
+            *KEY_COLUMNS,
+            "kind",
+            F.when(is_notification, F.col("op")).alias("notification_op"),
+            F.date_trunc("minute", "ts").alias("minute"),
+        )
         .agg(
             F.count(F.lit(1)).alias("events"),
-            _count(F.col("op") == "SET").alias("sets"),
-            _count(F.col("op") == "DEL").alias("dels"),
+            _count(~is_notification & (F.col("op") == "SET")).alias("sets"),
+            _count(~is_notification & (F.col("op") == "DEL")).alias("dels"),
+            _count(is_notification).alias("notifications"),
             _count(F.col("dead_letter")).alias("dead_letters"),
             F.min("ts").alias("first_ts"),
             F.max("ts").alias("last_ts"),
         )
         .persist()
     )
-    sums = [F.sum(c).alias(c) for c in ("events", "sets", "dels", "dead_letters")]
+    sums = [F.sum(c).alias(c) for c in SUMS]
     span = [F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts")]
     keys = (
-        per_minute.groupBy(*KEY_COLUMNS)
-        .agg(*sums, *span, F.count(F.lit(1)).alias("active_minutes"))
+        per_minute.where(F.col("notification_op").isNull())
+        .groupBy(*KEY_COLUMNS)
+        .agg(_kinds(), *(F.sum(c).alias(c) for c in ("events", "sets", "dels", "dead_letters")),
+             *span, F.count_distinct("minute").alias("active_minutes"))
+        .select(*TABLE_COLUMNS, "kind", "key", "events", "sets", "dels", "dead_letters",
+                "first_ts", "last_ts", "active_minutes")
         .orderBy(F.desc("events"), F.desc("dels"), *KEY_COLUMNS)
+    )
+    op_columns = [*TABLE_COLUMNS, F.col("notification_op").alias("op")]
+    op_minutes = (
+        per_minute.where(F.col("notification_op").isNotNull())
+        .groupBy(*op_columns, "minute")
+        .agg(F.sum("events").alias("n"), F.sum("dead_letters").alias("d"), *span)
+    )
+    notifications = (
+        op_minutes.groupBy(*TABLE_COLUMNS, "op")
+        .agg(F.sum("n").alias("events"), F.sum("d").alias("dead_letters"), *span,
+             F.count(F.lit(1)).alias("active_minutes"), F.max("n").alias("peak_per_minute"))
+        .orderBy(F.desc("events"), *TABLE_COLUMNS, "op")
     )
     minutes = per_minute.groupBy(*TABLE_COLUMNS, "minute").agg(F.sum("events").alias("n"))
     peaks = minutes.groupBy(*TABLE_COLUMNS).agg(
@@ -60,13 +100,13 @@ def compute(events: DataFrame) -> Stats:
     )
     tables = (
         per_minute.groupBy(*TABLE_COLUMNS)
-        .agg(*sums, F.count_distinct("key").alias("distinct_keys"), *span)
+        .agg(_kinds(), *sums, F.count_distinct("key").alias("distinct_keys"), *span)
         .join(peaks, TABLE_COLUMNS)
         .withColumn("events_per_minute", F.round(F.col("events") / span_minutes, 1))
         .select(
-            *TABLE_COLUMNS, "events", "sets", "dels", "dead_letters", "distinct_keys",
+            *TABLE_COLUMNS, "kind", *SUMS, "distinct_keys",
             "first_ts", "last_ts", "active_minutes", "events_per_minute", "peak_per_minute",
         )
         .orderBy(*TABLE_COLUMNS)
     )
-    return Stats(tables=tables, keys=keys)
+    return Stats(tables=tables, keys=keys, notifications=notifications)
