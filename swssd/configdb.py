@@ -7,6 +7,8 @@ list here), any other value is stored as `str(value)`, an entry with no fields i
 Table names are upper-cased (ASCII only, as C++ toupper) in every entry, table and key access;
 get_config returns table names as Redis holds them. Fields are written in std::map order (bytes),
 so a new hash's fields sit in Redis in the same order as after the C++ call.
+
+subscribe/unsubscribe/listen and the async iterator events() are in configdb_listener.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TypeAlias, overload
 
+from .configdb_listener import ConfigDBListening
 from .connector import DBConnector
 from .dbconfig import SonicDBConfig, SonicDBGlobalConfig
 
@@ -110,7 +113,7 @@ def _hset_command(hash_key: str, raw: Mapping[Any, str]) -> tuple[str, ...]:
     return ("HSET", hash_key, *(x for field in sorted(raw, key=_cpp_order) for x in (field, raw[field])))
 
 
-class ConfigDBConnector:
+class ConfigDBConnector(ConfigDBListening):
     """swsscommon's ConfigDBConnector over one DBConnector (CONFIG_DB, or any database: its
     separator separates table from key and the parts of tuple keys).
 
@@ -118,12 +121,15 @@ class ConfigDBConnector:
     does; get_config reads SCAN batches, each batch's HGETALLs in a MULTI/EXEC with the next SCAN
     riding in the same round trip. get_table's HGETALLs and delete_table's DELs, which the C++
     sends one by one after KEYS, go in one MULTI/EXEC: fewer round trips, the same data.
+
+    subscribe(), unsubscribe(), listen(), stop() and events() follow tables (ConfigDBListening).
     """
 
     typed_to_raw = staticmethod(typed_to_raw)
     raw_to_typed = staticmethod(raw_to_typed)
 
     def __init__(self, db: DBConnector) -> None:
+        super().__init__()
         self.db = db
         self.separator = db.separator
 
@@ -160,6 +166,16 @@ class ConfigDBConnector:
     def deserialize_key(self, key: str) -> ConfigKey:
         """A Redis row key back to a string or tuple, with this database's separator."""
         return deserialize_key(key, self.separator)
+
+    def _typed_entry(self, raw: Mapping[str, str]) -> TypedEntry:
+        """A hash typed as swsscommon types it: fields in std::map order, so of `f` and `f@`
+        the list wins, as it does there."""
+        return raw_to_typed(_in_cpp_order(raw))
+
+    def _typed_rows(self, rows: Mapping[str, Mapping[str, str]]) -> dict[ConfigKey, TypedEntry]:
+        """Rows (key after `TABLE<sep>` -> hash) as swsscommon's get_table returns them: in
+        std::map order of the row strings, keys deserialized, entries typed."""
+        return {self.deserialize_key(row): self._typed_entry(rows[row]) for row in sorted(rows, key=_cpp_order)}
 
     def _hash(self, table: str, key: ConfigKey) -> str:
         return f"{_ascii_upper(table)}{self.separator}{self.serialize_key(key)}"
@@ -199,8 +215,7 @@ class ConfigDBConnector:
 
     async def get_entry(self, table: str, key: ConfigKey) -> TypedEntry:
         """The typed entry; {} when it does not exist."""
-        raw = await self.db.redis.hgetall(self._hash(table, key))
-        return raw_to_typed(_in_cpp_order(raw))
+        return self._typed_entry(await self.db.redis.hgetall(self._hash(table, key)))
 
     async def get_keys(self, table: str, split: bool = True) -> list[ConfigKey]:
         """The table's keys (KEYS, in Redis's order), deserialized; with split=False the whole
@@ -224,10 +239,7 @@ class ConfigDBConnector:
             row = _row(key, self.separator)
             if row is not None:
                 rows[row] = entry
-        return {
-            self.deserialize_key(row): raw_to_typed(_in_cpp_order(rows[row]))
-            for row in sorted(rows, key=_cpp_order)
-        }
+        return self._typed_rows(rows)
 
     async def delete_table(self, table: str) -> None:
         """Delete every entry of the table: KEYS, then one DEL each in one MULTI/EXEC."""
@@ -317,19 +329,13 @@ class ConfigDBConnector:
                 break
             cursor, keys = replies[-1]
 
-        config: TypedConfig = {}
-        for table_name in sorted(raw_config, key=_cpp_order):
-            rows = raw_config[table_name]
-            config[table_name] = {
-                self.deserialize_key(row): raw_to_typed(_in_cpp_order(rows[row]))
-                for row in sorted(rows, key=_cpp_order)
-            }
-        return config
+        return {table: self._typed_rows(raw_config[table]) for table in sorted(raw_config, key=_cpp_order)}
 
     # -- lifetime -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the underlying DBConnector."""
+        """Stop listen(), if it runs, and close the underlying DBConnector."""
+        self.stop()
         await self.db.close()
 
     async def __aenter__(self) -> ConfigDBConnector:

@@ -252,3 +252,355 @@ async def test_same_contents_same_values(
     assert comparable(everything, ours) == comparable(everything, theirs)
     assert comparable(after, ours_reading_theirs) == comparable(after, theirs[len(calls):])
     assert comparable(after, theirs_reading_ours) == comparable(after, ours[len(calls):])
+
+
+# -- listening: swsscommon writes -> swssd listen(), swssd writes -> swsscommon listen() ------
+# (appended after the call-sequence tests above, hence the imports here)
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+#: swsscommon's ConfigDBConnector (or the pipe one) taking one call a line, answering each
+#: with the repr of its result: the test paces its writes.
+WRITER = """
+import ast, sys
+from swsscommon import swsscommon
+request = ast.literal_eval(sys.stdin.readline())
+swsscommon.SonicDBConfig.initialize(request["db_config"])
+db = getattr(swsscommon, request["cls"])()
+db.connect(wait_for_init=False)
+for line in sys.stdin:
+    method, args = ast.literal_eval(line)
+    print(repr(getattr(db, method)(*args)), flush=True)
+"""
+
+#: swsscommon's own listen(), printing what its handlers get as JSON lines; it never returns.
+LISTENER = """
+import ast, json, sys
+from swsscommon import swsscommon
+request = ast.literal_eval(sys.stdin.readline())
+swsscommon.SonicDBConfig.initialize(request["db_config"])
+db = swsscommon.ConfigDBConnector()
+db.connect(wait_for_init=False)
+def out(*item):
+    print(json.dumps(item), flush=True)
+for table, fire in request["tables"]:
+    db.subscribe(table, lambda table, key, data: out("event", table, key, data), fire_init_data=fire)
+db.listen(init_data_handler=lambda data: out("init", {t: list(rows.items()) for t, rows in data.items()}))
+"""
+
+WAIT = 20.0
+
+
+class SwssProcess:
+    """A swsscommon driver in a subprocess: a request line in, then lines both ways."""
+
+    def __init__(self, env: dict[str, str], source: str, request: dict[str, Any], stderr: Path) -> None:
+        self.env, self.source, self.request, self.stderr = env, source, request, stderr
+        self.lines: list[str] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> SwssProcess:
+        with self.stderr.open("wb") as err:
+            self.proc = await asyncio.create_subprocess_exec(
+                self.env.get("PYTHON", sys.executable), "-c", self.source,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err, env=self.env,
+            )
+        self._reader = asyncio.ensure_future(self._read())
+        self.send(repr(self.request))
+        return self
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            self.lines.append(line.decode().rstrip("\n"))
+
+    def send(self, line: str) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+        """Wait for `predicate`; fail with the subprocess's stderr when it died or time ran out."""
+        assert self.proc is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            if self.proc.returncode is not None or loop.time() > deadline:
+                raise AssertionError(f"swsscommon driver: rc={self.proc.returncode}\n{self.stderr.read_text()}")
+            await asyncio.sleep(0.01)
+
+    async def call(self, method: str, *args: Any) -> Any:
+        """One call of the WRITER driver, answered before it returns."""
+        answered = len(self.lines)
+        self.send(repr((method, args)))
+        await self.until(lambda: len(self.lines) > answered)
+        return ast.literal_eval(self.lines[answered])
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.proc is not None and self._reader is not None
+        if self.proc.returncode is None:
+            self.proc.kill()
+        await self.proc.wait()
+        await self._reader
+
+
+@pytest.fixture
+async def keyspace_events(cdb: ConfigDBConnector) -> AsyncIterator[None]:
+    """notify-keyspace-events AKE, as SONiC's redis.conf has it, for the test only."""
+    before = (await cdb.db.redis.config_get("notify-keyspace-events"))["notify-keyspace-events"]
+    await cdb.db.redis.config_set("notify-keyspace-events", "AKE")
+    yield
+    await cdb.db.redis.config_set("notify-keyspace-events", before)
+
+
+def as_json(value: Any) -> Any:
+    """What a value looks like after JSON (tuple keys as lists), to compare with the listener's lines."""
+    return json.loads(json.dumps(value))
+
+
+def collapse(sequence: list[Any]) -> list[Any]:
+    """Consecutive repeats dropped: swsscommon reads an entry once per keyspace event."""
+    return [x for i, x in enumerate(sequence) if i == 0 or x != sequence[i - 1]]
+
+
+def is_subsequence(wanted: list[Any], got: list[Any]) -> bool:
+    it = iter(got)
+    return all(any(x == y for y in it) for x in wanted)
+
+
+class Fold:
+    """listen()'s handlers: every call, and the table as the calls leave it (keys deserialized)."""
+
+    def __init__(self, cdb: ConfigDBConnector) -> None:
+        self.cdb = cdb
+        self.calls: list[tuple[str, Any, Any]] = []
+        self.init: Any = None
+        self.view: dict[str, dict[Any, Any]] = {}
+
+    def handler(self, table: str, key: Any, data: Any) -> None:
+        self.calls.append((table, key, data))
+        key = self.cdb.deserialize_key(key) if isinstance(key, str) else key
+        if data is None:
+            self.view.setdefault(table, {}).pop(key, None)
+        else:
+            self.view.setdefault(table, {})[key] = data
+
+    def init_handler(self, data: Any) -> None:
+        self.init = data
+        for table, rows in data.items():
+            self.view.setdefault(table, {}).update(rows)
+
+    def per_key(self, changes_from: int = 0) -> dict[tuple[str, Any], list[Any]]:
+        out: dict[tuple[str, Any], list[Any]] = {}
+        for table, key, data in self.calls[changes_from:]:
+            key = self.cdb.deserialize_key(key) if isinstance(key, str) else key
+            out.setdefault((table, key), []).append(data)
+        return out
+
+
+LISTENED = ("PORT", "VLAN_MEMBER", "ACL_TABLE")
+SETUP_CALLS: list[Call] = [
+    ("set_entry", ("PORT", "Ethernet4", {"alias": "etp2", "lanes": ["4", "5"]})),
+    ("set_entry", ("PORT", "Ethernet0", {"alias": "etp1"})),
+    ("set_entry", ("VLAN_MEMBER", ("Vlan1", "Ethernet0"), {"tagging_mode": "untagged"})),
+    ("set_entry", ("ACL_TABLE", "EVERFLOW", {})),
+    ("set_entry", ("VLAN", "Vlan1", {"vlanid": "1"})),  # not listened to
+]
+STEP_CALLS: list[Call] = [
+    ("mod_entry", ("PORT", "Ethernet0", {"mtu": "9100", "lanes": ["0", "1"]})),
+    ("set_entry", ("PORT", "Ethernet0", {"mtu": "1500"})),  # replaced: alias and lanes go
+    ("set_entry", ("PORT", "Ethernet8", {})),
+    ("mod_entry", ("PORT", "Ethernet8", {"speed": "1000"})),
+    ("set_entry", ("VLAN_MEMBER", ("Vlan1", "Ethernet4"), {"tagging_mode": "tagged"})),
+    ("mod_entry", ("ACL_TABLE", "EVERFLOW", {"ports": PORTS, "stage": "ingress"})),
+    ("mod_config", ({
+        "PORT": {"Ethernet12": {"mtu": "9100"}, "Ethernet0": None, "Ethernet4": {"mtu": "9100"}},
+        "VLAN_MEMBER": {"Vlan1|Ethernet8": {"tagging_mode": "tagged"}, ("Vlan1", "Ethernet0"): None},
+        "VLAN": {"Vlan2": {"vlanid": "2"}},
+    },)),
+    ("set_entry", ("PORT", "Ethernet8", None)),
+    ("delete_table", ("VLAN_MEMBER",)),
+    ("mod_config", ({"ACL_TABLE": None, "PORT": {"Ethernet0": {"alias": "etp1"}}},)),
+    ("set_entry", ("PORT", "Ethernet0", {"alias": "etp1", "mtu": "9100"})),
+]
+
+
+@pytest.mark.parametrize("cls", BOTH)
+async def test_swsscommon_writes_swssd_listens(
+    swss_env: dict[str, str], clean_redis: EmbeddedRedis, cdb: ConfigDBConnector,
+    keyspace_events: None, tmp_path: Path, cls: str,
+) -> None:
+    """swsscommon's ConfigDBConnector writes, one call at a time, while swssd listens: the initial
+    data is swsscommon's get_table (fired in its order, or handed to the init handler), every
+    state a call leaves is delivered, in order per key, and the end is swsscommon's get_config."""
+    db_config = clean_redis.write_database_config(tmp_path / "database_config.json")
+    request = {"db_config": str(db_config), "cls": cls}
+    async with SwssProcess(swss_env, WRITER, request, tmp_path / "stderr") as writer:
+        for method, args in SETUP_CALLS:
+            await writer.call(method, *args)
+        fold = Fold(cdb)
+        cdb.subscribe("PORT", fold.handler, fire_init_data=True)
+        cdb.subscribe("VLAN_MEMBER", fold.handler)
+        cdb.subscribe("ACL_TABLE", fold.handler)
+        task = asyncio.ensure_future(cdb.listen(fold.init_handler))
+        await writer.until(lambda: fold.init is not None or task.done())
+        assert canonical(fold.calls) == canonical(
+            [("PORT", key, entry) for key, entry in (await writer.call("get_table", "PORT")).items()]
+        )
+        assert canonical(fold.init) == canonical(
+            {t: await writer.call("get_table", t) for t in ("VLAN_MEMBER", "ACL_TABLE")}
+        )
+        initial_calls = len(fold.calls)
+
+        wanted: dict[tuple[str, Any], list[Any]] = {}
+        for method, args in STEP_CALLS:
+            before = {t: dict(rows) for t, rows in fold.view.items()}
+            await writer.call(method, *args)
+            config = await writer.call("get_config")
+            expected = {t: config.get(t, {}) for t in LISTENED}
+            await writer.until(lambda: {t: fold.view.get(t, {}) for t in LISTENED} == expected)
+            for table in LISTENED:
+                for key in set(before.get(table, {})) | set(expected[table]):
+                    after = expected[table].get(key)
+                    if before.get(table, {}).get(key) != after:
+                        wanted.setdefault((table, key), []).append(after)
+        cdb.stop()
+        await asyncio.wait_for(task, WAIT)
+
+    got = fold.per_key(initial_calls)
+    assert set(got) == set(wanted)
+    for key, states in wanted.items():
+        # the plain connector's set_entry is HSET then HDEL: the state between may show too
+        assert is_subsequence(states, collapse(got[key])), (key, states, got[key])
+        if cls == "ConfigDBPipeConnector":
+            assert collapse(got[key]) == states, (key, states, got[key])
+
+
+@pytest.mark.parametrize("cls", BOTH)
+async def test_swsscommon_burst_swssd_listens(
+    swss_env: dict[str, str], clean_redis: EmbeddedRedis, cdb: ConfigDBConnector,
+    keyspace_events: None, tmp_path: Path, cls: str,
+) -> None:
+    """1,500 swsscommon calls sent without pacing: every write sets field v to its sequence
+    number, so each key's v only grows; what swssd's handlers get per key keeps that order, and
+    they end at swsscommon's get_config."""
+    rng = random.Random(1)
+    keys: list[Any] = [f"Ethernet{i}" for i in range(40)] + [("Vlan1", f"Ethernet{i}") for i in range(10)]
+    calls: list[Call] = []
+    for n in range(1500):
+        key = rng.choice(keys)
+        r = rng.random()
+        if r < 0.3:
+            calls.append(("set_entry", ("PORT", key, {"v": str(n), "lanes": [str(n), "x"]})))
+        elif r < 0.6:
+            calls.append(("mod_entry", ("PORT", key, {"v": str(n)})))
+        elif r < 0.8:
+            calls.append(("mod_config", ({"PORT": {key: {"v": str(n)}, rng.choice(keys): None}},)))
+        elif r < 0.995:
+            calls.append(("set_entry", ("PORT", key, None)))
+        else:
+            calls.append(("delete_table", ("PORT",)))
+    db_config = clean_redis.write_database_config(tmp_path / "database_config.json")
+    fold = Fold(cdb)
+    cdb.subscribe("PORT", fold.handler)
+    task = asyncio.ensure_future(cdb.listen(fold.init_handler))
+    async with SwssProcess(swss_env, WRITER, {"db_config": str(db_config), "cls": cls}, tmp_path / "stderr") as writer:
+        await writer.until(lambda: fold.init is not None or task.done())
+        for call in calls:
+            writer.send(repr(call))
+        await writer.until(lambda: len(writer.lines) == len(calls))
+        final = (await writer.call("get_config")).get("PORT", {})
+        await writer.until(lambda: fold.view.get("PORT", {}) == final)
+    cdb.stop()
+    await asyncio.wait_for(task, WAIT)
+    for key, datas in fold.per_key().items():
+        versions = [int(data["v"]) for data in datas if data is not None]
+        assert versions == sorted(versions), (key, versions)
+
+
+SWSSD_STEPS: list[Call] = [
+    ("mod_entry", ("PORT", "Ethernet0", {"mtu": "9100", "lanes": ["0", "1"]})),
+    ("set_entry", ("PORT", "Ethernet0", {"mtu": "1500"})),
+    ("set_entry", ("PORT", "Ethernet8", {})),
+    ("mod_entry", ("PORT", "Ethernet8", {"speed": "1000"})),
+    ("set_entry", ("VLAN_MEMBER", ("Vlan1", "Ethernet4"), {"tagging_mode": "tagged"})),
+    ("mod_config", ({
+        "PORT": {"Ethernet12": {"mtu": "9100"}, "Ethernet0": None},
+        "VLAN_MEMBER": {("Vlan1", "Ethernet0"): None, "Vlan1|Ethernet8": {"tagging_mode": "tagged"}},
+        "ACL_TABLE": {"EVERFLOW": {"ports": PORTS}},
+    },)),
+    ("set_entry", ("PORT", "Ethernet8", None)),
+    ("delete_table", ("VLAN_MEMBER",)),
+    ("mod_config", ({"ACL_TABLE": None, "PORT": {"Ethernet0": {"alias": "etp1"}}},)),
+]
+
+
+def fold_lines(cdb: ConfigDBConnector, lines: list[str]) -> Fold:
+    """The LISTENER driver's lines folded as Fold folds swssd's calls (JSON lists back to tuples)."""
+    fold = Fold(cdb)
+    for line in lines:
+        kind, *rest = json.loads(line)
+        if kind == "init":
+            fold.init_handler({t: {_key(k): d for k, d in rows} for t, rows in rest[0].items()})
+        else:
+            table, key, data = rest
+            fold.handler(table, _key(key), data)
+    return fold
+
+
+def _key(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+async def test_swssd_writes_swsscommon_listens(
+    swss_env: dict[str, str], clean_redis: EmbeddedRedis, cdb: ConfigDBConnector,
+    keyspace_events: None, tmp_path: Path,
+) -> None:
+    """swssd writes, one call at a time, while swsscommon's own listen() (in a subprocess) and
+    swssd's listen() follow the same tables the same way: the same initial calls in the same
+    order, the same init data, and per key the same changes (swsscommon may repeat one: it
+    reads an entry once per keyspace event), keys as row strings in both."""
+    for method, args in SETUP_CALLS:
+        await getattr(cdb, method)(*args)
+    db_config = clean_redis.write_database_config(tmp_path / "database_config.json")
+    subscribed = [("PORT", True), ("VLAN_MEMBER", False), ("ACL_TABLE", True)]
+    request = {"db_config": str(db_config), "tables": subscribed}
+    listener = await ConfigDBConnector.from_url(clean_redis.url)
+    ours = Fold(listener)
+    for table, fire in subscribed:
+        listener.subscribe(table, ours.handler, fire_init_data=fire)
+    task = asyncio.ensure_future(listener.listen(ours.init_handler))
+    try:
+        async with SwssProcess(swss_env, LISTENER, request, tmp_path / "stderr") as theirs:
+            await theirs.until(lambda: any(line.startswith('["init"') for line in theirs.lines))
+            await theirs.until(lambda: ours.init is not None or task.done())
+            assert [json.loads(line) for line in theirs.lines] == as_json(
+                [["event", *call] for call in ours.calls]
+                + [["init", {t: list(rows.items()) for t, rows in ours.init.items()}]]
+            )
+            initial_calls, initial_lines = len(ours.calls), len(theirs.lines)
+
+            for method, args in SWSSD_STEPS:
+                await getattr(cdb, method)(*args)
+                expected = {t: await cdb.get_table(t) for t, _ in subscribed}
+                await theirs.until(lambda: {t: ours.view.get(t, {}) for t, _ in subscribed} == expected)
+                await theirs.until(
+                    lambda: {t: fold_lines(cdb, theirs.lines).view.get(t, {}) for t, _ in subscribed} == expected
+                )
+            their_changes = [json.loads(line)[1:] for line in theirs.lines[initial_lines:]]
+    finally:
+        listener.stop()
+        await asyncio.wait_for(task, WAIT)
+        await listener.close()
+
+    assert all(isinstance(key, str) for _, key, _ in ours.calls[initial_calls:])
+    assert all(isinstance(key, str) for _, key, _ in their_changes)
+    theirs_per_key: dict[tuple[str, Any], list[Any]] = {}
+    for table, key, data in their_changes:
+        theirs_per_key.setdefault((table, cdb.deserialize_key(key)), []).append(data)
+    assert {k: collapse(v) for k, v in theirs_per_key.items()} == {
+        k: collapse(v) for k, v in ours.per_key(initial_calls).items()
+    }
