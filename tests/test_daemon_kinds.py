@@ -112,6 +112,8 @@ async def test_bad_entries_are_logged_and_skipped(
         orch: TimingOrch = daemon.runtimes[0].orch  # type: ignore[assignment]
         await eventually(lambda: len(orch.seen) == 1)
         await cfg_db.redis.rpush("PORT|alsobad", "x")
+        await cfg_db.redis.hset("PORT", "no", "separator")  # the bare table name is no entry
+        await cfg_db.redis.hset("PORTX", "other", "table")
         await cfg_db.redis.hset("PORT|good2", "a", "2")
         await eventually(lambda: len(orch.seen) == 2)
     assert [t.key for _, _, t in orch.seen] == ["good", "good2"]
