@@ -10,10 +10,13 @@ this process's. Skipped when `swsscommon` cannot be imported there.
 from __future__ import annotations
 
 import ast
+import asyncio
+import json
 import os
+import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -255,12 +258,7 @@ async def test_same_contents_same_values(
 
 
 # -- listening: swsscommon writes -> swssd listen(), swssd writes -> swsscommon listen() ------
-# (appended after the call-sequence tests above, hence the imports here)
 
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
 #: swsscommon's ConfigDBConnector (or the pipe one) taking one call a line, answering each
 #: with the repr of its result: the test paces its writes.
