@@ -24,6 +24,7 @@ from .select import Select
 from .selectable import Selectable, Subscription
 from .subscriber_state_table import SubscriberStateTable
 from .table import Table
+from .zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
 from .orch import Orch, Retry
 
 __version__ = "0.1.0"
@@ -58,4 +59,8 @@ __all__ = [
     "TempViewError",
     "UnknownDatabaseError",
     "UnknownNamespaceError",
+    "ZmqClient",
+    "ZmqConsumerStateTable",
+    "ZmqProducerStateTable",
+    "ZmqServer",
 ]

@@ -1,0 +1,128 @@
+"""ZmqConsumerStateTable: the consumer side of the ZMQ state-table channel, a Selectable."""
+
+from __future__ import annotations
+
+import structlog
+
+from ..connector import DBConnector
+from ..fields import KeyOpFieldsValues
+from ..selectable import Selectable, Subscription
+from ..table import TableBase
+from .db_updater import AsyncDBUpdater
+from .sockets import ZmqServer
+
+log = structlog.get_logger(__name__)
+
+#: ZmqConsumerStateTable::DEFAULT_POP_BATCH_SIZE
+DEFAULT_POP_BATCH_SIZE = 128
+
+
+class ZmqConsumerStateTable(Selectable, TableBase):
+    """What `server` receives for (db.name, name), for Select and pops() like every consumer.
+
+    As the C++ ZmqConsumerStateTable: every change arrives as sent (SET with its fields, DEL
+    without), in order, none merged; pops() returns up to pop_batch_size of them, oldest first;
+    a pop_batch_size below 1 is replaced by 128 (and logged). Nothing is read from Redis and
+    nothing received before construction is kept (the server drops messages for tables without
+    a consumer). With `db_persistence`, each received change is also written to the Redis table
+    as the C++ AsyncDBUpdater does (SET replaces the entry, DEL removes it), by a task of its own.
+
+    It has no pub/sub subscription: the server wakes Select when changes arrive.
+    """
+
+    def __init__(
+        self,
+        db: DBConnector,
+        name: str,
+        server: ZmqServer,
+        pop_batch_size: int = DEFAULT_POP_BATCH_SIZE,
+        priority: int = 0,
+        db_persistence: bool = False,
+    ) -> None:
+        if pop_batch_size < 1:
+            log.error("invalid pop batch size; using the default", given=pop_batch_size, used=DEFAULT_POP_BATCH_SIZE)
+            pop_batch_size = DEFAULT_POP_BATCH_SIZE
+        Selectable.__init__(self, db, pop_batch_size, priority)
+        TableBase.__init__(self, db, name)
+        if not db.name:
+            raise ValueError("ZmqConsumerStateTable needs a DBConnector with a database name (messages carry it)")
+        self.server = server
+        self.db_name = db.name
+        #: changes received
+        self.received = 0
+        self._updater = AsyncDBUpdater(db, name) if db_persistence else None
+        server.register(self.db_name, name, self)
+
+    # -- Select's side ------------------------------------------------------------------
+
+    @property
+    def subscription(self) -> Subscription | None:
+        return None
+
+    @property
+    def ready(self) -> bool:
+        return bool(self._buffer)
+
+    async def on_subscribed(self) -> None:
+        """Nothing to look for: the channel keeps nothing for a consumer that was not there."""
+
+    def on_message(self, channel: str, data: str) -> None:  # pragma: no cover - no subscription
+        pass
+
+    def on_resubscribed(self) -> None:  # pragma: no cover - no subscription
+        pass
+
+    # -- the server's side --------------------------------------------------------------
+
+    def handle_received(self, changes: list[KeyOpFieldsValues]) -> None:
+        """Changes of one message, from the server (on the event loop; never blocks)."""
+        if not changes:
+            return
+        self._buffer.extend(changes)
+        self.received += len(changes)
+        updater = self._updater
+        if updater is not None:
+            for key, op, fvs in changes:
+                updater.update(key, op, fvs)
+        self.wake()
+
+    # -- popping ------------------------------------------------------------------------
+
+    async def pops(self) -> list[KeyOpFieldsValues]:
+        """Up to pop_batch_size changes, oldest first."""
+        buffer = self._buffer
+        n = len(buffer)
+        if n <= self.pop_batch_size:
+            out = list(buffer)
+            buffer.clear()
+            return out
+        popleft = buffer.popleft
+        return [popleft() for _ in range(self.pop_batch_size)]
+
+    async def pop(self) -> KeyOpFieldsValues | None:
+        """The oldest change; None when none waits."""
+        return self._buffer.popleft() if self._buffer else None
+
+    def db_updater_queue_size(self) -> int:
+        """Changes not yet persisted (C++ dbUpdaterQueueSize); an error without persistence."""
+        if self._updater is None:
+            raise RuntimeError("Database persistence is not enabled")
+        return self._updater.queue_size()
+
+    @property
+    def db_persistence(self) -> bool:
+        return self._updater is not None
+
+    async def flush(self) -> None:
+        """Wait until every change received so far is persisted."""
+        if self._updater is not None:
+            await self._updater.flush()
+
+    async def close(self) -> None:
+        """Stop receiving (unregister from the server) and persist what is queued."""
+        self.server.unregister(self.db_name, self.name)
+        if self._updater is not None:
+            await self._updater.close()
+
+    def __repr__(self) -> str:
+        return f"ZmqConsumerStateTable({self.name!r}, db={self.db_name}, server={self.server.endpoint!r})"

@@ -1,0 +1,272 @@
+"""The ZMQ channel's message format, byte for byte as sonic-swss-common's BinarySerializer.
+
+A message is a count followed by that many (key, value) pairs, each string preceded by its length:
+
+    count | len db | db | len table | table                       the first pair
+          | len key | key | len n | n (the number of fields, decimal text)
+          | len field | field | len value | value  ... n times   then one such group per change
+
+Counts and lengths are the C++ size_t written in native byte order: 8 bytes little-endian on the
+x86_64 and arm64 machines SONiC runs the ZMQ channel between. A change with no fields is a DEL,
+any other a SET (the op itself is not sent). C++ refuses to send a message of MAX_MESSAGE_SIZE
+bytes or more, and its server's receive buffer holds less than that.
+
+Text is UTF-8; bytes that are not valid UTF-8 survive as surrogate escapes (the Redis clients'
+convention in swssd), so any byte string C++ sends reads back and re-serializes unchanged.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+
+from ..errors import SwssdError
+from ..fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
+
+#: sizeof(size_t) on the platforms SONiC runs ZMQ on; counts and lengths are this wide.
+SIZE_T = 8
+#: MQ_RESPONSE_MAX_COUNT (zmqserver.h): the send and receive buffer size. C++ sendMsg throws for a
+#: serialized message of this many bytes or more; its server cannot receive one either.
+MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+
+_SIZE = struct.Struct("<Q")
+_pack = _SIZE.pack
+_unpack_from = _SIZE.unpack_from
+_ENCODING = "utf-8"
+_ERRORS = "surrogateescape"
+#: the decimal text of small field counts, encoded once
+_COUNTS = [str(n).encode() for n in range(1024)]
+
+
+class ZmqMessageError(SwssdError, ValueError):
+    """A ZMQ channel message that cannot be sent or read."""
+
+
+class MalformedMessageError(ZmqMessageError):
+    """Bytes that are not a BinarySerializer message: truncated, a length past the end, a bad
+    field count, bytes left over. Reading never goes past the end of the message."""
+
+
+class MessageTooLargeError(ZmqMessageError):
+    """A message of MAX_MESSAGE_SIZE bytes or more, which the C++ library can neither send nor
+    receive."""
+
+
+def _encode(text: str) -> bytes:
+    return text.encode(_ENCODING, _ERRORS)
+
+
+def serialize(db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence]) -> bytes:
+    """The message BinarySerializer::serializeBuffer writes for these changes.
+
+    Each change is (key, op, fvs); only the key and the fields travel (no fields: a DEL).
+    Raises MessageTooLargeError when the result would be MAX_MESSAGE_SIZE bytes or more.
+    """
+    pack = _pack
+    counts = _COUNTS
+    db = _encode(db_name)
+    table = _encode(table_name)
+    parts = [b"", pack(len(db)), db, pack(len(table)), table]
+    append = parts.append
+    pairs = 1
+    size = SIZE_T * 5 + len(db) + len(table)
+    for change in changes:
+        key = _encode(change[0])
+        fvs = change[2]
+        n = len(fvs)
+        count = counts[n] if n < 1024 else str(n).encode()
+        append(pack(len(key)))
+        append(key)
+        append(pack(len(count)))
+        append(count)
+        size += SIZE_T * 2 + len(key) + len(count)
+        for field, value in fvs:
+            f = field.encode(_ENCODING, _ERRORS)
+            v = value.encode(_ENCODING, _ERRORS)
+            append(pack(len(f)))
+            append(f)
+            append(pack(len(v)))
+            append(v)
+            size += SIZE_T * 2 + len(f) + len(v)
+        pairs += 1 + n
+    if size >= MAX_MESSAGE_SIZE:
+        raise MessageTooLargeError(
+            f"message for {db_name}/{table_name} is {size} bytes; the C++ library sends and receives "
+            f"less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
+        )
+    parts[0] = pack(pairs)
+    return b"".join(parts)
+
+
+def read_header(data: bytes) -> tuple[str, str]:
+    """The (db name, table name) of a message, for routing it before reading the rest."""
+    size = len(data)
+    if size < SIZE_T:
+        raise MalformedMessageError(f"truncated: {size} bytes, less than the pair count")
+    if _unpack_from(data, 0)[0] == 0:
+        raise MalformedMessageError("no (db, table) pair: the pair count is 0")
+    pos = SIZE_T
+    names = []
+    for what in ("db name", "table name"):
+        if pos + SIZE_T > size:
+            raise MalformedMessageError(f"truncated: the length of the {what} is missing at byte {pos}")
+        n = _unpack_from(data, pos)[0]
+        pos += SIZE_T
+        if n > size - pos:
+            raise MalformedMessageError(f"the {what} is {n} bytes at byte {pos}, past the end ({size} bytes)")
+        names.append(data[pos:pos + n].decode(_ENCODING, _ERRORS))
+        pos += n
+    return names[0], names[1]
+
+
+def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
+    """(db name, table name, changes) of a message, as BinarySerializer::deserializeBuffer reads it.
+
+    Stricter than C++ where C++ reads past the end, throws from its receive thread or silently
+    drops: raises MalformedMessageError for fewer bytes than a length says, a pair count that
+    does not match the message, a field count that is not decimal digits, a change whose fields
+    are cut off, bytes after the last pair; MessageTooLargeError for MAX_MESSAGE_SIZE bytes or more.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    size = len(data)
+    if size >= MAX_MESSAGE_SIZE:
+        raise MessageTooLargeError(
+            f"message of {size} bytes; the C++ library receives less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT)"
+        )
+    if size < SIZE_T:
+        raise MalformedMessageError(f"truncated: {size} bytes, less than the pair count")
+    count = _unpack_from(data, 0)[0]
+    if count == 0:
+        raise MalformedMessageError("no (db, table) pair: the pair count is 0")
+    if count > (size - SIZE_T) // (2 * SIZE_T):
+        raise MalformedMessageError(
+            f"pair count {count} needs at least {SIZE_T + 2 * SIZE_T * count} bytes, the message has {size}"
+        )
+    try:
+        db, table, changes, end = _read(data, count)
+    except (struct.error, OverflowError, _Cut):
+        end = -1
+    if end != size:
+        _split(data, size, count * 2)  # says precisely what is wrong
+        raise MalformedMessageError("inconsistent message")  # not reached: _split raised
+    if not data.isascii() and not data[SIZE_T:].isascii():
+        return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
+    return db, table, changes
+
+
+class _Cut(Exception):
+    """A change announced more fields than there are pairs (or a bad count): re-checked by _split."""
+
+
+def _count_of(text: str) -> int:
+    """The field count of a change, strictly decimal digits without leading zeros."""
+    n = _COUNT_VALUES.get(text)
+    if n is not None:
+        return n
+    if not (text.isascii() and text.isdigit()) or text[0] == "0":
+        raise MalformedMessageError(f"field count {text[:40]!r} is not a decimal number")
+    return int(text)
+
+
+_COUNT_VALUES = {str(n): n for n in range(1024)}
+
+
+def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
+    """The message read in one pass, optimistically: a length past the end surfaces as
+    struct.error (a length that cannot be read) or as an end position other than the message's
+    size, and deserialize() then re-checks it precisely. Strings are sliced out of the message
+    decoded 1:1 (latin-1), exact for ASCII; deserialize() re-decodes the rest as UTF-8."""
+    text = data.decode("latin-1")
+    unpack_from = _unpack_from
+    new = tuple.__new__
+    kind = KeyOpFieldsValues
+    counts = _COUNT_VALUES
+    out: list[KeyOpFieldsValues] = []
+    append = out.append
+    pos = SIZE_T
+    n = unpack_from(data, pos)[0]
+    pos += SIZE_T
+    db = text[pos:pos + n]
+    pos += n
+    n = unpack_from(data, pos)[0]
+    pos += SIZE_T
+    table = text[pos:pos + n]
+    pos += n
+    left = count - 1
+    while left > 0:
+        n = unpack_from(data, pos)[0]
+        pos += SIZE_T
+        key = text[pos:pos + n]
+        pos += n
+        n = unpack_from(data, pos)[0]
+        pos += SIZE_T
+        fields = counts.get(text[pos:pos + n])
+        if fields is None:
+            try:
+                fields = _count_of(text[pos:pos + n])
+            except MalformedMessageError:
+                raise _Cut from None  # maybe a slice past the end: let _split tell
+        pos += n
+        left -= 1 + fields
+        if left < 0:
+            raise _Cut
+        if fields:
+            fvs = []
+            add = fvs.append
+            for _ in range(fields):
+                n = unpack_from(data, pos)[0]
+                pos += SIZE_T
+                field = text[pos:pos + n]
+                pos += n
+                n = unpack_from(data, pos)[0]
+                pos += SIZE_T
+                add((field, text[pos:pos + n]))
+                pos += n
+            append(new(kind, (key, SET_COMMAND, fvs)))
+        else:
+            append(new(kind, (key, DEL_COMMAND, [])))
+    return db, table, out, pos
+
+
+def _redecode(text: str) -> str:
+    """A string sliced from the latin-1 decoding, read as UTF-8 instead."""
+    return text if text.isascii() else text.encode("latin-1").decode(_ENCODING, _ERRORS)
+
+
+def _redecode_change(change: KeyOpFieldsValues) -> KeyOpFieldsValues:
+    key, op, fvs = change
+    return tuple.__new__(
+        KeyOpFieldsValues, (_redecode(key), op, [(_redecode(f), _redecode(v)) for f, v in fvs])
+    )
+
+
+def _split(data: bytes, size: int, n: int) -> None:
+    """Walk the n length-prefixed strings after the count and raise for the first problem."""
+    unpack_from = _unpack_from
+    pos = SIZE_T
+    last = size - SIZE_T  # a length starting after this runs past the end
+    strings = []
+    for i in range(n):
+        if pos > last:
+            raise MalformedMessageError(f"truncated: string {i + 1} of {n} has no length (byte {pos} of {size})")
+        end = pos + SIZE_T + unpack_from(data, pos)[0]
+        if end > size:
+            raise MalformedMessageError(
+                f"string {i + 1} of {n} is {end - pos - SIZE_T} bytes at byte {pos + SIZE_T}, past the end ({size} bytes)"
+            )
+        strings.append(data[pos + SIZE_T:end])
+        pos = end
+    if pos != size:
+        raise MalformedMessageError(f"{size - pos} bytes after the last of {n // 2} pairs")
+    # Every length is inside: the grouping into changes is what is wrong.
+    i, total = 2, len(strings)
+    while i < total:
+        key = strings[i].decode(_ENCODING, _ERRORS)
+        fields = _count_of(strings[i + 1].decode(_ENCODING, _ERRORS))
+        i += 2
+        if i + 2 * fields > total:
+            raise MalformedMessageError(
+                f"key {key[:100]!r}: {fields} fields announced, {(total - i) // 2} pairs left in the message"
+            )
+        i += 2 * fields

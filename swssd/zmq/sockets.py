@@ -1,0 +1,338 @@
+"""ZmqClient and ZmqServer: the two ends of the ZMQ channel, with the C++ library's sockets.
+
+The client is a PUSH socket that connects, the server a PULL socket that binds; one server serves
+every (db, table) whose messages reach its endpoint (tcp://, ipc://). Both use the options of
+sonic-swss-common's ZmqClient/ZmqServer: linger 0 on the client, a high-water mark of 10,000
+messages (send side on the client, receive side on the server), TCP keepalive after 5 s idle with
+5 probes 1 s apart, and an optional VRF device (SO_BINDTODEVICE).
+
+libzmq reconnects by itself: while the server is away, messages wait in the client's queue (up to
+the high-water mark) and go out once it is back; the ones already handed to the dead connection
+are lost, exactly as with the C++ client, which uses the same library and options. When the queue
+is full, send_msg retries as C++ sendMsg does (11 attempts, 20 ms doubling to ~10 s between them,
+then an error), but sleeping on the event loop instead of blocking the thread; sends queue behind
+one that is waiting, so their order is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno as errnos
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import structlog
+import zmq
+import zmq.asyncio
+
+from ..errors import SwssdError
+from ..fields import KeyOpFieldsValues
+from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, deserialize, serialize
+
+log = structlog.get_logger(__name__)
+
+#: MQ_WATERMARK (zmqserver.h): messages queued per socket before sends fail (EAGAIN).
+HIGH_WATER_MARK = 10_000
+#: MQ_MAX_RETRY: attempts after the first before sendMsg gives up.
+MAX_RETRY = 10
+#: sendMsg's first back-off (10 ms, doubled before every sleep: 20 ms, 40 ms, ...).
+RETRY_DELAY = 0.010
+#: ORCH_ZMQ_PORT: the port orchagent's ZMQ server listens on in SONiC.
+ORCH_ZMQ_PORT = 8100
+#: Keepalive as C++: on, 5 s idle before the first probe, 1 s between probes, 5 probes.
+_KEEPALIVE = ((zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5), (zmq.TCP_KEEPALIVE_INTVL, 1), (zmq.TCP_KEEPALIVE_CNT, 5))
+#: messages taken off the server socket before letting other tasks run
+_BURST = 256
+#: malformed messages logged one by one; past this, one line per _LOG_EVERY
+_LOG_FIRST = 100
+_LOG_EVERY = 1000
+
+
+class ZmqSendError(SwssdError, OSError):
+    """A message could not be handed to the ZMQ socket (the queue stayed full through every
+    retry, the context was terminated, or another socket error)."""
+
+
+class ZmqMessageHandler(Protocol):
+    """What a server hands the changes of one (db, table) to."""
+
+    def handle_received(self, changes: list[KeyOpFieldsValues]) -> None: ...
+
+
+def _apply_common(sock: zmq.Socket, vrf: str | None) -> None:
+    for option, value in _KEEPALIVE:
+        sock.setsockopt(option, value)
+    if vrf:
+        sock.setsockopt(zmq.BINDTODEVICE, vrf.encode())
+
+
+class ZmqClient:
+    """The producer's end: a PUSH socket connected to `endpoint` (`tcp://host:port`, `ipc://path`).
+
+    Construct it anywhere; send from the event loop. Sending never blocks the loop.
+    """
+
+    def __init__(self, endpoint: str, vrf: str | None = None) -> None:
+        self.endpoint = endpoint
+        self.vrf = vrf
+        self.connected = False
+        #: messages handed to the socket
+        self.sent = 0
+        #: sends that found the queue full (each then retried after a sleep)
+        self.retries = 0
+        self._context: zmq.Context | None = None
+        self._socket: zmq.Socket | None = None
+        self._lock = asyncio.Lock()
+        self.connect()
+
+    def connect(self) -> None:
+        """Create the socket and connect it (again, after close() or a terminated context)."""
+        if self.connected:
+            return
+        self._close_socket()
+        self._context = zmq.Context()
+        sock = self._context.socket(zmq.PUSH)
+        sock.setsockopt(zmq.LINGER, 0)  # closing drops what is queued, never waits
+        sock.setsockopt(zmq.SNDHWM, HIGH_WATER_MARK)
+        _apply_common(sock, self.vrf)
+        try:
+            sock.connect(self.endpoint)
+        except zmq.ZMQError as exc:
+            sock.close(0)
+            raise ZmqSendError(exc.errno, f"cannot connect to zmq endpoint {self.endpoint}: {exc}") from None
+        self._socket = sock
+        self.connected = True
+
+    def is_connected(self) -> bool:
+        return self.connected
+
+    async def send_msg(self, db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence]) -> None:
+        """Send the changes of one table as one message (BinarySerializer format).
+
+        Raises MessageTooLargeError (nothing sent) for a message C++ would refuse, and
+        ZmqSendError when the socket refuses it after the C++ retries.
+        """
+        await self.send_bytes(serialize(db_name, table_name, changes))
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Send one already serialized message, retrying as C++ sendMsg does."""
+        if len(data) >= MAX_MESSAGE_SIZE:
+            raise MessageTooLargeError(f"message of {len(data)} bytes; C++ sends less than {MAX_MESSAGE_SIZE}")
+        if not self._lock.locked():
+            try:
+                self._send_now(data)
+                return
+            except zmq.Again:
+                pass
+        async with self._lock:  # later sends wait here: the order of messages is kept
+            await self._send_retrying(data)
+
+    def _send_now(self, data: bytes) -> None:
+        sock = self._socket
+        if sock is None:
+            raise ZmqSendError(errnos.ENOTCONN, f"zmq client for {self.endpoint} is closed")
+        sock.send(data, zmq.NOBLOCK, copy=len(data) < 65536)
+        self.sent += 1
+
+    async def _send_retrying(self, data: bytes) -> None:
+        delay = RETRY_DELAY
+        error = 0
+        for attempt in range(MAX_RETRY + 1):
+            try:
+                self._send_now(data)
+                return
+            except zmq.ZMQError as exc:
+                error = exc.errno
+                delay *= 2
+                if error in (errnos.EINTR, zmq.EFSM):
+                    delay = 0.0  # as C++: retried at once (and never slept on again)
+                elif error == errnos.EAGAIN:
+                    self.retries += 1
+                    if attempt < MAX_RETRY:
+                        log.warning("zmq queue is full; retrying", endpoint=self.endpoint, delay_ms=round(delay * 1000))
+                elif error == zmq.ETERM:
+                    self.connected = False
+                    raise ZmqSendError(errnos.ECONNRESET, f"zmq connection break, endpoint: {self.endpoint}") from None
+                else:
+                    raise ZmqSendError(error, f"zmq send failed, endpoint: {self.endpoint}: {exc}") from None
+            if attempt < MAX_RETRY:
+                await asyncio.sleep(delay)
+        raise ZmqSendError(
+            errnos.EIO,
+            f"zmq send failed, endpoint: {self.endpoint}, zmqerrno: {error}:{zmq.strerror(error)}, "
+            f"msg length: {len(data)} (queue full through {MAX_RETRY + 1} attempts)",
+        )
+
+    def _close_socket(self) -> None:
+        if self._socket is not None:
+            self._socket.close(0)
+            self._socket = None
+        if self._context is not None:
+            self._context.term()
+            self._context = None
+
+    def close(self) -> None:
+        """Close the socket; what is still queued is dropped (linger 0, as C++)."""
+        self._close_socket()
+        self.connected = False
+
+    def __repr__(self) -> str:
+        return f"ZmqClient({self.endpoint!r})"
+
+
+class ZmqServer:
+    """The consumers' end: a PULL socket bound to `endpoint` (`tcp://*:8100`, `ipc://path`),
+    read by one task on the event loop, each message handed to the consumer registered for its
+    (db, table).
+
+    Messages that cannot be read (truncated, a length past the end, MAX_MESSAGE_SIZE bytes or
+    more, ...) are counted in `malformed` and logged; messages for a (db, table) no consumer is
+    registered for are counted in `dropped` (C++ drops both, the first by throwing in its
+    receive thread). Neither stops the server.
+
+    Create and bind it with the event loop running; `lazy_bind=True` leaves binding to `bind()`.
+    """
+
+    def __init__(self, endpoint: str, vrf: str | None = None, lazy_bind: bool = False) -> None:
+        self.endpoint = endpoint
+        self.vrf = vrf
+        #: messages taken off the socket
+        self.received = 0
+        #: changes handed to consumers
+        self.changes = 0
+        #: messages that were not BinarySerializer messages
+        self.malformed = 0
+        #: well-formed messages for a (db, table) without a consumer
+        self.dropped = 0
+        self._handlers: dict[tuple[str, str], ZmqMessageHandler] = {}
+        self._unrouted_logged: set[tuple[str, str]] = set()
+        self._context: zmq.asyncio.Context | None = None
+        self._socket: zmq.asyncio.Socket | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._where = endpoint  # for logs: the endpoint as bound
+        if not lazy_bind:
+            self.bind()
+
+    # -- consumers ----------------------------------------------------------------------
+
+    def register(self, db_name: str, table_name: str, handler: ZmqMessageHandler) -> None:
+        """Hand the changes for (db_name, table_name) to `handler` from now on."""
+        key = (db_name, table_name)
+        if key in self._handlers and self._handlers[key] is not handler:
+            raise ValueError(f"a consumer for {db_name}/{table_name} is already registered on {self.endpoint}")
+        self._handlers[key] = handler
+
+    def unregister(self, db_name: str, table_name: str) -> None:
+        self._handlers.pop((db_name, table_name), None)
+
+    # -- the socket ---------------------------------------------------------------------
+
+    def bind(self) -> None:
+        """Bind the socket and start reading it (needs the running event loop)."""
+        if self._socket is not None:
+            raise RuntimeError(f"ZmqServer has already been bound to the endpoint: {self.endpoint}")
+        loop = asyncio.get_running_loop()
+        self._context = zmq.asyncio.Context()
+        sock = self._context.socket(zmq.PULL)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVHWM, HIGH_WATER_MARK)
+        _apply_common(sock, self.vrf)
+        try:
+            sock.bind(self.endpoint)
+        except zmq.ZMQError as exc:
+            sock.close(0)
+            self._context.term()
+            self._context = None
+            raise OSError(exc.errno, f"zmq bind failed on endpoint {self.endpoint}: {exc}") from None
+        self._socket = sock
+        self._where = self.last_endpoint or self.endpoint
+        self._task = loop.create_task(self._run(sock))
+        log.info("zmq server bound", endpoint=self._where)
+
+    @property
+    def bound(self) -> bool:
+        return self._socket is not None
+
+    @property
+    def last_endpoint(self) -> str | None:
+        """The endpoint as bound: with `tcp://127.0.0.1:*`, the port the system chose."""
+        if self._socket is None:
+            return None
+        return self._socket.getsockopt(zmq.LAST_ENDPOINT).decode()
+
+    async def _run(self, sock: zmq.asyncio.Socket) -> None:
+        # Woken by the asyncio socket, then drained through a plain shadow of the same socket:
+        # one wake-up per burst instead of a future per message.
+        raw = zmq.Socket.shadow(sock.underlying)
+        recv = raw.recv
+        handle = self._handle
+        again = zmq.Again
+        while True:
+            try:
+                await sock.poll(flags=zmq.POLLIN)
+                for _ in range(_BURST):
+                    try:
+                        data = recv(zmq.NOBLOCK)
+                    except again:
+                        break
+                    handle(data)
+                else:
+                    await asyncio.sleep(0)  # a long burst: let the loop breathe
+            except asyncio.CancelledError:
+                raise
+            except zmq.ZMQError as exc:
+                if exc.errno == zmq.ETERM:
+                    return
+                log.error("zmq receive failed; retrying", endpoint=self._where, error=str(exc))
+                await asyncio.sleep(0.1)
+            except Exception:  # noqa: BLE001 - the reader outlives a consumer's surprise
+                log.exception("zmq server reader failed; continuing", endpoint=self._where)
+
+    def _handle(self, data: bytes) -> None:
+        self.received += 1
+        try:
+            db_name, table_name, changes = deserialize(data)
+        except ZmqMessageError as exc:
+            self.malformed += 1
+            if self.malformed <= _LOG_FIRST or self.malformed % _LOG_EVERY == 0:
+                log.error(
+                    "malformed zmq message dropped",
+                    endpoint=self._where, reason=str(exc), size=len(data), malformed=self.malformed,
+                    head=data[:64].hex(),
+                )
+            return
+        handler = self._handlers.get((db_name, table_name))
+        if handler is None:
+            self.dropped += 1
+            key = (db_name, table_name)
+            if key not in self._unrouted_logged and len(self._unrouted_logged) < 1000:
+                self._unrouted_logged.add(key)
+                log.warning(
+                    "zmq message for a table without consumer dropped",
+                    endpoint=self._where, db=db_name[:100], table=table_name[:100], dropped=self.dropped,
+                )
+            return
+        self.changes += len(changes)
+        handler.handle_received(changes)
+
+    async def close(self) -> None:
+        """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait((task,))
+        if self._socket is not None:
+            self._socket.close(0)
+            self._socket = None
+        if self._context is not None:
+            self._context.term()
+            self._context = None
+
+    async def __aenter__(self) -> ZmqServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"ZmqServer({self.endpoint!r})"

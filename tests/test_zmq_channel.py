@@ -1,0 +1,428 @@
+"""The ZMQ state-table channel end to end: real ZMQ sockets (tcp:// and ipc://), a real
+redis-server for persistence, swssd's Select. The C++ side is in tests/test_zmq_interop.py."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Select, Table
+from swssd.zmq import (
+    MessageTooLargeError,
+    ZmqClient,
+    ZmqConsumerStateTable,
+    ZmqProducerStateTable,
+    ZmqServer,
+)
+from swssd.zmq import sockets
+from swssd.zmq.serializer import MAX_MESSAGE_SIZE, serialize
+
+KFV = KeyOpFieldsValues
+TABLE = "ZMQ_ROUTE"
+WAIT = 10.0
+
+
+@pytest.fixture(params=["tcp", "ipc"])
+def endpoint(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A free endpoint: tcp on a port ZMQ picks (see bound()), or an ipc path."""
+    return "tcp://127.0.0.1:*" if request.param == "tcp" else f"ipc://{tmp_path}/zmq.sock"
+
+
+def bound(server: ZmqServer) -> str:
+    """What a client connects to."""
+    ep = server.last_endpoint
+    assert ep is not None
+    return ep
+
+
+async def receive(sel: Select, consumer: ZmqConsumerStateTable, count: int, timeout: float = WAIT) -> list[KeyOpFieldsValues]:
+    got: list[KeyOpFieldsValues] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count:
+        left = deadline - time.monotonic()
+        if left <= 0 or await sel.select(timeout=left) is not consumer:
+            break
+        got += await consumer.pops()
+    return got
+
+
+def random_changes(seed: int, count: int) -> list[KeyOpFieldsValues]:
+    rng = random.Random(seed)
+    texts = ["plain", "co:lon", "pi|pe", "nul\x00byte", "Ünïcødé ✓", "中文", ""]
+    keys = [f"10.{i}.0.0/16{rng.choice(texts)}" for i in range(60)]
+    out = []
+    for n in range(count):
+        key = rng.choice(keys)
+        if rng.random() < 0.2:
+            out.append(KFV(key, "DEL", []))
+        else:
+            fvs = [("seq", str(n))] + [(f"f{j}", f"{rng.choice(texts)}{n}") for j in range(rng.randint(0, 7))]
+            out.append(KFV(key, "SET", fvs))
+    return out
+
+
+@pytest.fixture
+async def server(endpoint: str) -> AsyncIterator[ZmqServer]:
+    srv = ZmqServer(endpoint)
+    yield srv
+    await srv.close()
+
+
+async def test_producer_to_consumer_in_order(db: DBConnector, server: ZmqServer) -> None:
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server, pop_batch_size=50)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    sel = Select()
+    await sel.add(consumer)
+    changes = random_changes(1, 3000)
+    for i in range(0, 1000):  # one change a message
+        key, op, fvs = changes[i]
+        if op == "SET":
+            await producer.set(key, fvs)
+        else:
+            await producer.delete(key)
+    for i in range(1000, 3000, 100):  # many a message, sets and deletes mixed
+        await producer.send(changes[i:i + 100])
+    got = await receive(sel, consumer, len(changes))
+    assert got == changes
+    assert consumer.received == len(changes) and server.changes == len(changes)
+    assert server.malformed == 0 and server.dropped == 0
+    assert await db.redis.dbsize() == 0  # no persistence: Redis untouched
+    await sel.close()
+    await consumer.close()
+    client.close()
+
+
+async def test_set_many_and_delete_many(db: DBConnector, server: ZmqServer) -> None:
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    sel = Select()
+    await sel.add(consumer)
+    await producer.set_many([("a", {"x": "1"}), ("b", [("y", "2")]), KFV("c", "HSET", [("z", "3")])])
+    await producer.delete_many(["a", "b"])
+    got = await receive(sel, consumer, 5)
+    assert got == [
+        KFV("a", "SET", [("x", "1")]), KFV("b", "SET", [("y", "2")]), KFV("c", "SET", [("z", "3")]),
+        KFV("a", "DEL", []), KFV("b", "DEL", []),
+    ]
+    await sel.close()
+    await consumer.close()
+    client.close()
+
+
+@pytest.mark.parametrize(("batch", "sizes"), [(40, [40, 40, 40, 30]), (-1, [128, 128, 128])])
+async def test_pop_batch_size_as_cpp(db: DBConnector, server: ZmqServer, batch: int, sizes: list[int]) -> None:
+    """zmq_state_ut.cpp's ZmqConsumerStateTablePopSize: 150 with batch 40, 384 with an invalid one."""
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server, pop_batch_size=batch)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    await producer.send([KFV(f"key_{i}", "SET", [("field", "value")]) for i in range(sum(sizes))])
+    sel = Select()
+    await sel.add(consumer)
+    got = []
+    while len(got) < len(sizes):
+        assert await sel.select(timeout=WAIT) is consumer
+        got.append(len(await consumer.pops()))
+    assert got == sizes
+    assert await sel.select(timeout=0.05) is None
+    await sel.close()
+    await consumer.close()
+    client.close()
+
+
+async def test_tables_share_a_server(db: DBConnector, unix_db: DBConnector, server: ZmqServer) -> None:
+    """One server, several (db, table): each message reaches its own consumer only."""
+    client = ZmqClient(bound(server))
+    routes = ZmqConsumerStateTable(db, "ROUTE_TABLE", server)
+    ports = ZmqConsumerStateTable(db, "PORT_TABLE", server)
+    state = ZmqConsumerStateTable(unix_db, "ROUTE_TABLE", server)  # same table name, STATE_DB
+    sel = Select()
+    for c in (routes, ports, state):
+        await sel.add(c)
+    await ZmqProducerStateTable(db, "ROUTE_TABLE", client, db_persistence=False).set("r", [("a", "1")])
+    await ZmqProducerStateTable(db, "PORT_TABLE", client, db_persistence=False).set("p", [("b", "2")])
+    await ZmqProducerStateTable(unix_db, "ROUTE_TABLE", client, db_persistence=False).set("s", [("c", "3")])
+    got: dict[str, list[str]] = {}
+    deadline = time.monotonic() + WAIT
+    while sum(map(len, got.values())) < 3 and time.monotonic() < deadline:
+        table = await sel.select(timeout=1)
+        if table is not None:
+            got.setdefault(repr(table), []).extend(c.key for c in await table.pops())
+    assert got == {repr(routes): ["r"], repr(ports): ["p"], repr(state): ["s"]}
+    with pytest.raises(ValueError, match="already registered"):
+        ZmqConsumerStateTable(db, "ROUTE_TABLE", server)
+    await sel.close()
+    for c in (routes, ports, state):
+        await c.close()
+    client.close()
+
+
+async def test_malformed_and_unrouted_messages_are_counted_never_fatal(
+    db: DBConnector, server: ZmqServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    sel = Select()
+    await sel.add(consumer)
+    good = serialize("APPL_DB", TABLE, [KFV("k", "SET", [("f", "v")])])
+    bad = [
+        b"",                                   # nothing at all
+        good[:-3],                             # truncated
+        good[:8] + b"\xff" * 8 + good[16:],    # the db name's length far past the end
+        (1).to_bytes(8, "little"),             # a count and nothing else
+        good + b"junk",                        # bytes after the last pair
+        (2).to_bytes(8, "little") + good[8:],  # a pair count below the pairs sent
+    ]
+    unrouted = [
+        serialize("STATE_DB", TABLE, [KFV("k", "SET", [("f", "v")])]),   # wrong db
+        serialize("APPL_DB", "OTHER", [KFV("k", "SET", [("f", "v")])]),  # wrong table
+    ]
+    for data in [*bad, good, *unrouted, good]:
+        await client.send_bytes(data)
+    got = await receive(sel, consumer, 2)
+    assert got == [KFV("k", "SET", [("f", "v")])] * 2
+    for _ in range(100):
+        if server.received == len(bad) + len(unrouted) + 2:
+            break
+        await asyncio.sleep(0.01)
+    assert server.malformed == len(bad)
+    assert server.dropped == len(unrouted)
+    assert server.received == len(bad) + len(unrouted) + 2
+    await sel.close()
+    await consumer.close()
+    client.close()
+
+
+async def test_oversize_is_refused_before_sending(db: DBConnector, server: ZmqServer) -> None:
+    client = ZmqClient(bound(server))
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=True)
+    with pytest.raises(MessageTooLargeError):
+        await producer.set("k", [("f", "x" * MAX_MESSAGE_SIZE)])
+    assert client.sent == 0
+    assert producer.db_updater_queue_size() == 0  # nothing persisted either (C++ throws before)
+    await producer.close()
+    client.close()
+
+
+# -- persistence ----------------------------------------------------------------------------------
+
+
+async def dump(db: DBConnector, table: str = TABLE) -> dict[str, dict[str, str]]:
+    t = Table(db, table)
+    return {k: dict(await t.get(k) or []) for k in await t.keys()}
+
+
+def persisted(table: dict[str, dict[str, str]], changes: list[KeyOpFieldsValues]) -> dict[str, dict[str, str]]:
+    """What the C++ AsyncDBUpdater leaves: SET is DEL then HSET, HSET is HSET, DEL is DEL, each
+    with the key name as a C string (cut at a NUL)."""
+    state = {k: dict(v) for k, v in table.items()}
+    for key, op, fvs in changes:
+        key = key.split("\x00")[0]
+        if op in ("SET", "DEL"):
+            state.pop(key, None)
+        if op in ("SET", "HSET") and fvs:
+            state.setdefault(key, {}).update(fvs)
+    return state
+
+
+async def test_producer_persistence_as_async_db_updater(db: DBConnector, server: ZmqServer) -> None:
+    """SET replaces the entry (DEL then HSET), HSET merges, DEL removes; a plain table: no key
+    set, no state hash, no PUBLISH (zmq_state_ut.cpp's AsyncDBUpdater tests)."""
+    await Table(db, TABLE).set("old", [("a", "1"), ("b", "2")])
+    await Table(db, TABLE).set("merged", [("a", "1"), ("b", "2")])
+    await Table(db, TABLE).set("gone", [("a", "1")])
+    client = ZmqClient(bound(server))
+    producer = ZmqProducerStateTable(db, TABLE, client)  # persistence is the default, as in C++
+    assert producer.db_persistence
+    await producer.set("old", [("a", "9")])
+    await producer.set("merged", [("a", "9")], op="HSET")
+    await producer.delete("gone")
+    await producer.set("empty", [])  # a SET without fields: DEL, and no HSET
+    await producer.set_many([("n1", [("x", "1")]), ("n2", [("x", "2")])])
+    await producer.delete_many(["n1"])
+    await producer.flush()
+    assert producer.db_updater_queue_size() == 0
+    assert await dump(db) == {"old": {"a": "9"}, "merged": {"a": "9", "b": "2"}, "n2": {"x": "2"}}
+    assert sorted(await db.redis.keys("*")) == sorted(f"{TABLE}:{k}" for k in ("old", "merged", "n2"))
+    await producer.close()
+    client.close()
+
+
+async def test_consumer_persistence(db: DBConnector, server: ZmqServer) -> None:
+    await Table(db, TABLE).set("k", [("stale", "1")])
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server, db_persistence=True)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    sel = Select()
+    await sel.add(consumer)
+    changes = random_changes(2, 2000)
+    for i in range(0, len(changes), 37):
+        await producer.send(changes[i:i + 37])
+    assert await receive(sel, consumer, len(changes)) == changes
+    await consumer.flush()
+    assert consumer.db_updater_queue_size() == 0
+    assert await dump(db) == persisted({"k": {"stale": "1"}}, changes)
+    await sel.close()
+    await consumer.close()
+    client.close()
+
+
+async def test_persistence_cuts_the_key_at_nul_as_cpp(db: DBConnector, server: ZmqServer) -> None:
+    """C++ passes the key name as a C string ("DEL %s", formatHSET's key.c_str()): it ends at
+    a NUL byte. Fields and values keep theirs."""
+    await Table(db, TABLE).set("a", [("x", "1")])
+    client = ZmqClient(bound(server))
+    producer = ZmqProducerStateTable(db, TABLE, client)
+    await producer.set("a\x00b", [("new\x00f", "v\x00")])
+    await producer.flush()
+    assert await db.redis.keys("*") == [f"{TABLE}:a"]
+    assert await db.redis.hgetall(f"{TABLE}:a") == {"new\x00f": "v\x00"}  # replaced
+    await producer.close()
+    client.close()
+
+
+async def test_persistence_survives_a_redis_write_error(db: DBConnector, server: ZmqServer) -> None:
+    await db.redis.set(f"{TABLE}:str", "not a hash")
+    client = ZmqClient(bound(server))
+    producer = ZmqProducerStateTable(db, TABLE, client)
+    await producer.set("str", [("f", "v")], op="HSET")  # WRONGTYPE
+    await producer.set("ok", [("f", "v")])
+    await producer.flush()
+    assert producer._updater is not None and producer._updater.errors == 1
+    assert await db.redis.hgetall(f"{TABLE}:ok") == {"f": "v"}
+    await producer.close()
+    client.close()
+
+
+# -- the consumer goes away and comes back --------------------------------------------------------
+
+
+class LoopLag:
+    """How late a 1 ms sleep wakes up: the longest the event loop was blocked."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t = loop.time()
+            await asyncio.sleep(0.001)
+            self.worst = max(self.worst, loop.time() - t - 0.001)
+
+    async def stop(self) -> float:
+        self._task.cancel()
+        await asyncio.wait((self._task,))
+        return self.worst
+
+
+async def test_consumer_restart_while_the_producer_sends(db: DBConnector, endpoint: str) -> None:
+    """The server goes away while the producer keeps sending: sends never block the loop nor
+    fail; what was queued while it was away (the client's queue, as libzmq keeps it for C++
+    too) and everything sent after it is back arrives, in order."""
+    first = ZmqServer(endpoint)
+    address = bound(first)
+    client = ZmqClient(address)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    consumer = ZmqConsumerStateTable(db, TABLE, first)
+    sel = Select()
+    await sel.add(consumer)
+    lag = LoopLag()
+    seq = 0
+
+    async def send(count: int) -> None:
+        nonlocal seq
+        for _ in range(count):
+            await producer.set("k", [("seq", str(seq))])
+            seq += 1
+
+    await send(100)
+    before = await receive(sel, consumer, 100)
+    assert [int(c.fvs[0][1]) for c in before] == list(range(100))
+    await sel.close()
+    await consumer.close()
+    await first.close()
+    await asyncio.sleep(0.3)  # the client notices the connection is gone
+    await send(500)  # queued in the client
+    second = ZmqServer(address)
+    consumer = ZmqConsumerStateTable(db, TABLE, second)
+    sel = Select()
+    await sel.add(consumer)
+    await send(500)
+    after = await receive(sel, consumer, 1000)
+    assert [int(c.fvs[0][1]) for c in after] == list(range(100, 1100))
+    assert await lag.stop() < 0.25
+    await sel.close()
+    await consumer.close()
+    await second.close()
+    client.close()
+
+
+async def test_full_queue_backs_off_without_blocking_and_keeps_order(
+    db: DBConnector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server: past the high-water mark sends are retried with C++'s doubling back-off on the
+    event loop (other tasks run), later sends wait behind them, and all arrive, in order, once a
+    server binds."""
+    monkeypatch.setattr(sockets, "HIGH_WATER_MARK", 50)
+    address = f"ipc://{tmp_path}/late.sock"
+    client = ZmqClient(address)
+    producer = ZmqProducerStateTable(db, TABLE, client, db_persistence=False)
+    lag = LoopLag()
+    sends = [asyncio.ensure_future(producer.set("k", [("seq", str(i))])) for i in range(200)]
+    await asyncio.sleep(0.5)
+    assert client.retries > 0
+    assert not all(s.done() for s in sends)
+    server = ZmqServer(address)
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    sel = Select()
+    await sel.add(consumer)
+    got = await receive(sel, consumer, 200)
+    await asyncio.gather(*sends)
+    assert [int(c.fvs[0][1]) for c in got] == list(range(200))
+    assert await lag.stop() < 0.25
+    await sel.close()
+    await consumer.close()
+    await server.close()
+    client.close()
+
+
+async def test_send_gives_up_after_the_cpp_retries(db: DBConnector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sockets, "HIGH_WATER_MARK", 1)
+    monkeypatch.setattr(sockets, "RETRY_DELAY", 0.0001)
+    client = ZmqClient(f"ipc://{tmp_path}/nobody.sock")
+    for _ in range(10):  # fill the queue
+        try:
+            await client.send_bytes(b"x")
+        except sockets.ZmqSendError:
+            break
+    with pytest.raises(sockets.ZmqSendError, match="11 attempts"):
+        await client.send_bytes(b"y")
+    client.close()
+
+
+async def test_zmq_and_redis_consumers_in_one_select(db: DBConnector, server: ZmqServer) -> None:
+    client = ZmqClient(bound(server))
+    zc = ZmqConsumerStateTable(db, "Z", server)
+    rc = ConsumerStateTable(db, "R")
+    sel = Select()
+    await sel.add(zc)
+    await sel.add(rc)
+    await ProducerStateTable(db, "R").set("r", [("a", "1")])
+    await ZmqProducerStateTable(db, "Z", client, db_persistence=False).set("z", [("b", "2")])
+    seen = {}
+    while len(seen) < 2:
+        table = await sel.select(timeout=WAIT)
+        assert table is not None
+        seen[table] = await table.pops()
+    assert seen == {zc: [KFV("z", "SET", [("b", "2")])], rc: [KFV("r", "SET", [("a", "1")])]}
+    await sel.close()
+    await zc.close()
+    client.close()

@@ -1,0 +1,248 @@
+"""The ZMQ channel's message format against BinarySerializer (common/binaryserializer.h).
+
+The golden byte strings below were written by hand from reading serializeBuffer():
+
+* the buffer starts with a size_t holding the number of (key, value) pairs, written last by
+  finalize() (m_kvp_count);
+* setKeyAndValue() writes each string with setData(): a size_t length, then the bytes;
+* the first pair is (dbName, tableName); then per change the pair (key, to_string(fvs.size()))
+  followed by one pair per field/value; the op is never written (deserializeBuffer makes a
+  change without fields a DEL and any other a SET);
+* size_t is 8 bytes, little-endian, on x86_64 and arm64.
+
+tests/test_zmq_interop.py checks the same inputs against the bytes libswsscommon itself writes.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swssd import KeyOpFieldsValues
+from swssd.zmq.serializer import (
+    MAX_MESSAGE_SIZE,
+    MalformedMessageError,
+    MessageTooLargeError,
+    ZmqMessageError,
+    deserialize,
+    read_header,
+    serialize,
+)
+
+
+def n(value: int) -> bytes:
+    """A size_t: 8 bytes little-endian."""
+    return value.to_bytes(8, "little")
+
+
+def s(text: bytes) -> bytes:
+    """One string as setData writes it."""
+    return n(len(text)) + text
+
+
+KFV = KeyOpFieldsValues
+
+# (db, table, changes, the message)
+GOLDEN = [
+    pytest.param(
+        "APPL_DB", "ROUTE_TABLE",
+        [KFV("10.0.0.0/24", "SET", [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")])],
+        # pairs: (db, table) + (key, "2") + 2 field pairs = 4
+        n(4) + s(b"APPL_DB") + s(b"ROUTE_TABLE")
+        + s(b"10.0.0.0/24") + s(b"2")
+        + s(b"nexthop") + s(b"10.0.0.1") + s(b"ifname") + s(b"Ethernet0"),
+        id="one-set",
+    ),
+    pytest.param(
+        "APPL_DB", "ROUTE_TABLE",
+        [KFV("10.1.0.0/16", "DEL", [])],
+        # a DEL is its key with the count "0" and no field pairs: 2 pairs
+        n(2) + s(b"APPL_DB") + s(b"ROUTE_TABLE") + s(b"10.1.0.0/16") + s(b"0"),
+        id="one-del",
+    ),
+    pytest.param(
+        "DPU_APPL_DB", "DASH_ROUTE_TABLE", [],
+        # no changes: only the (db, table) pair
+        n(1) + s(b"DPU_APPL_DB") + s(b"DASH_ROUTE_TABLE"),
+        id="empty",
+    ),
+    pytest.param(
+        "APPL_DB", "T",
+        [
+            KFV("a:b|c", "SET", [("f", "x\x00y"), ("é", "中")]),
+            KFV("", "DEL", []),
+            KFV("k", "SET", [("", "")]),
+        ],
+        # 1 + (1 + 2) + 1 + (1 + 1) = 7 pairs; lengths count UTF-8 bytes, NUL is a byte like any
+        n(7) + s(b"APPL_DB") + s(b"T")
+        + s(b"a:b|c") + s(b"2") + s(b"f") + s(b"x\x00y") + s("é".encode()) + s("中".encode())
+        + s(b"") + s(b"0")
+        + s(b"k") + s(b"1") + s(b"") + s(b""),
+        id="separators-nul-utf8-empty",
+    ),
+    pytest.param(
+        "APPL_DB", "T",
+        [KFV("k", "SET", [(f"f{i}", str(i)) for i in range(12)])],
+        # a count of two digits is the text "12"
+        n(14) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b"12")
+        + b"".join(s(f"f{i}".encode()) + s(str(i).encode()) for i in range(12)),
+        id="twelve-fields",
+    ),
+]
+
+
+@pytest.mark.parametrize(("db", "table", "changes", "golden"), GOLDEN)
+def test_golden_bytes(db: str, table: str, changes: list[KeyOpFieldsValues], golden: bytes) -> None:
+    assert serialize(db, table, changes) == golden
+    assert deserialize(golden) == (db, table, changes)
+    assert read_header(golden) == (db, table)
+
+
+def test_the_op_is_not_sent() -> None:
+    """HSET (or any op) with fields reads back as SET; a SET without fields as DEL."""
+    data = serialize("APPL_DB", "T", [KFV("a", "HSET", [("f", "v")]), KFV("b", "SET", [])])
+    assert deserialize(data)[2] == [KFV("a", "SET", [("f", "v")]), KFV("b", "DEL", [])]
+
+
+def test_bytes_that_are_not_utf8_survive() -> None:
+    raw = b"\xff\xfe\x80 ok"
+    text = raw.decode("utf-8", "surrogateescape")
+    data = serialize("APPL_DB", "T", [KFV(text, "SET", [("f", text)])])
+    assert s(raw) + s(b"1") in data
+    assert deserialize(data)[2] == [KFV(text, "SET", [("f", text)])]
+
+
+def test_long_lengths_and_counts() -> None:
+    """Lengths and counts above 255 use more than the first byte of the size_t."""
+    value = "v" * 70000
+    changes = [KFV(f"k{i}", "SET", [("f", value if i == 0 else "x")]) for i in range(300)]
+    data = serialize("APPL_DB", "T", changes)
+    assert data[:8] == n(1 + 300 * 2)
+    assert deserialize(data)[2] == changes
+
+
+def test_oversize_is_refused_both_ways() -> None:
+    # serializedlen >= MQ_RESPONSE_MAX_COUNT makes C++ sendMsg throw
+    big = "x" * (MAX_MESSAGE_SIZE - 40)
+    with pytest.raises(MessageTooLargeError, match="16777216"):
+        serialize("APPL_DB", "T", [KFV("k", "SET", [("f", big)])])
+    fits = "x" * (MAX_MESSAGE_SIZE - 200)
+    assert len(serialize("APPL_DB", "T", [KFV("k", "SET", [("f", fits)])])) < MAX_MESSAGE_SIZE
+    with pytest.raises(MessageTooLargeError):
+        deserialize(n(1) + s(b"APPL_DB") + s(b"T") + bytes(MAX_MESSAGE_SIZE))
+
+
+VALID = serialize("APPL_DB", "ROUTE_TABLE", [
+    KFV("10.0.0.0/24", "SET", [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]),
+    KFV("10.0.1.0/24", "DEL", []),
+])
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "less than the pair count"),
+        (b"\x01\x00\x00", "less than the pair count"),
+        (n(0), "pair count is 0"),
+        (n(0) + s(b"APPL_DB") + s(b"T"), "pair count is 0"),
+        (n(1), "needs at least"),
+        (n(2**64 - 1) + s(b"APPL_DB") + s(b"T"), "needs at least"),
+        (n(1) + s(b"APPL_DB") + n(5) + b"T", "past the end"),
+        (n(1) + s(b"APPL_DB") + n(2**63) + b"T" * 8, "past the end"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + n(1), "past the end"),
+        (n(1) + s(b"APPL_DB") + s(b"T") + b"\x00", "after the last"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b"x"), "not a decimal number"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b"-1"), "not a decimal number"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b" 1"), "not a decimal number"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b"01"), "not a decimal number"),
+        (n(2) + s(b"APPL_DB") + s(b"T") + s(b"k") + s("١".encode()), "not a decimal number"),
+        (n(3) + s(b"APPL_DB") + s(b"T") + s(b"k") + s(b"2") + s(b"f") + s(b"v"), "2 fields announced, 1 pairs left"),
+        (VALID[:-1], "past the end"),
+        (VALID + b"\x00" * 8, "after the last"),
+    ],
+)
+def test_malformed_is_rejected_with_the_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(MalformedMessageError, match=reason):
+        deserialize(data)
+
+
+def test_every_truncation_is_rejected() -> None:
+    for cut in range(len(VALID)):
+        with pytest.raises(MalformedMessageError):
+            deserialize(VALID[:cut])
+
+
+# -- properties -------------------------------------------------------------------------------
+
+texts = st.text(max_size=12) | st.sampled_from(["", ":", "|", "a\x00b", "é", "中文", "🙂"])
+changes_st = st.lists(
+    st.builds(
+        lambda key, fvs: KFV(key, "SET" if fvs else "DEL", fvs),
+        texts,
+        st.lists(st.tuples(texts, texts), max_size=9),
+    ),
+    max_size=12,
+)
+
+
+@given(db=texts, table=texts, changes=changes_st)
+@settings(max_examples=300, deadline=None)
+def test_round_trip(db: str, table: str, changes: list[KeyOpFieldsValues]) -> None:
+    data = serialize(db, table, changes)
+    assert deserialize(data) == (db, table, changes)
+    assert deserialize(bytearray(data)) == (db, table, changes)
+    assert deserialize(memoryview(data)) == (db, table, changes)
+
+
+@given(st.binary(max_size=400))
+@settings(max_examples=1000, deadline=None)
+def test_arbitrary_bytes_never_raise_anything_else(data: bytes) -> None:
+    try:
+        db, table, changes = deserialize(data)
+    except ZmqMessageError:
+        return
+    # accepted: then it is exactly the message that re-serializes to these bytes
+    assert serialize(db, table, changes) == data
+
+
+@given(
+    changes=changes_st,
+    edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), min_size=1, max_size=4),
+    cut=st.integers(min_value=0),
+)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_mutated_messages_never_raise_anything_else(changes: list[KeyOpFieldsValues], edits: list[tuple[int, int]], cut: int) -> None:
+    """Valid messages with bytes changed (often a length) and cut short: the clear error or a
+    message that is exactly these bytes, never an IndexError, struct.error or a read past the end."""
+    data = bytearray(serialize("APPL_DB", "T", changes))
+    for pos, byte in edits:
+        data[pos % len(data)] = byte
+    data = data[: len(data) - cut % 9]
+    try:
+        db, table, got = deserialize(bytes(data))
+    except ZmqMessageError:
+        return
+    assert serialize(db, table, got) == bytes(data)
+
+
+@given(changes=changes_st, length=st.integers(min_value=0, max_value=2**64 - 1), which=st.integers(min_value=0))
+@settings(max_examples=300, deadline=None)
+def test_any_length_value_is_checked_against_the_end(changes: list[KeyOpFieldsValues], length: int, which: int) -> None:
+    """Overwrite one string's length with any size_t: accepted only if the message still adds up."""
+    data = bytearray(serialize("APPL_DB", "T", changes))
+    offsets = []
+    pos = 8
+    while pos < len(data):
+        offsets.append(pos)
+        pos += 8 + struct.unpack_from("<Q", data, pos)[0]
+    at = offsets[which % len(offsets)]
+    original = struct.unpack_from("<Q", data, at)[0]
+    struct.pack_into("<Q", data, at, length)
+    try:
+        deserialize(bytes(data))
+    except ZmqMessageError:
+        return
+    assert length == original or serialize(*deserialize(bytes(data))) == bytes(data)
