@@ -246,3 +246,20 @@ def test_any_length_value_is_checked_against_the_end(changes: list[KeyOpFieldsVa
     except ZmqMessageError:
         return
     assert length == original or serialize(*deserialize(bytes(data))) == bytes(data)
+
+
+def test_tables_alternate() -> None:
+    """Messages of different tables one after the other read each with its own names (the
+    reader remembers the last (db, table) pair, and must never apply it to another)."""
+    msgs = [
+        ("APPL_DB", "A", [KFV("k", "SET", [("f", "v")])]),
+        ("", "", [KFV("k", "DEL", [])]),
+        ("APPL_DB", "AB", [KFV("k", "DEL", [])]),
+        ("APPL_DB", "A", []),
+        ("Ü", "中", [KFV("k", "DEL", [])]),
+        ("APPL_DB", "A", [KFV("k", "DEL", [])]),
+        ("Ü", "中", []),
+    ]
+    for _ in range(2):
+        for db, table, changes in msgs:
+            assert deserialize(serialize(db, table, changes)) == (db, table, changes)

@@ -78,13 +78,16 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         """Changes of one message, from the server (on the event loop; never blocks)."""
         if not changes:
             return
-        self._buffer.extend(changes)
+        buffer = self._buffer
+        woken = bool(buffer)  # Select was woken when the buffer stopped being empty
+        buffer.extend(changes)
         self.received += len(changes)
         updater = self._updater
         if updater is not None:
             for key, op, fvs in changes:
                 updater.update(key, op, fvs)
-        self.wake()
+        if not woken:
+            self.wake()
 
     # -- popping ------------------------------------------------------------------------
 

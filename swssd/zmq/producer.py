@@ -8,6 +8,7 @@ from ..connector import DBConnector
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValues, as_field_values
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
+from .serializer import header, serialize_with
 from .sockets import ZmqClient
 
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
@@ -31,6 +32,7 @@ class ZmqProducerStateTable(TableBase):
             raise ValueError("ZmqProducerStateTable needs a DBConnector with a database name (messages carry it)")
         self.client = client
         self.db_name = db.name
+        self._header = header(db.name, name)
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
 
     @property
@@ -39,8 +41,13 @@ class ZmqProducerStateTable(TableBase):
 
     async def set(self, key: str, fvs: FieldValuesLike, op: str = SET_COMMAND, prefix: str = "") -> None:
         """Send one entry's fields (prefix is accepted for C++ parity and unused, as there)."""
-        change = tuple.__new__(KeyOpFieldsValues, (key, op, as_field_values(fvs)))
-        await self.send([change])
+        pairs = as_field_values(fvs)
+        data = serialize_with(self._header, ((key, op, pairs),))  # the hot path: send() inlined
+        client = self.client
+        if not client.send_nowait(data):
+            await client.send_bytes(data)
+        if self._updater is not None:
+            self._updater.update(key, op, pairs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
         """Send the deletion of one entry."""
@@ -63,7 +70,9 @@ class ZmqProducerStateTable(TableBase):
 
     async def send(self, changes: list[KeyOpFieldsValues]) -> None:
         """Send sets and deletes in one message, in order (C++ send)."""
-        await self.client.send_msg(self.db_name, self.name, changes)
+        data = serialize_with(self._header, changes)
+        if not self.client.send_nowait(data):
+            await self.client.send_bytes(data)
         updater = self._updater
         if updater is not None:
             for key, op, fvs in changes:

@@ -34,8 +34,6 @@ _pack = _SIZE.pack
 _unpack_from = _SIZE.unpack_from
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"
-#: the decimal text of small field counts, encoded once
-_COUNTS = [str(n).encode() for n in range(1024)]
 
 
 class ZmqMessageError(SwssdError, ValueError):
@@ -62,40 +60,66 @@ def serialize(db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues
     Each change is (key, op, fvs); only the key and the fields travel (no fields: a DEL).
     Raises MessageTooLargeError when the result would be MAX_MESSAGE_SIZE bytes or more.
     """
-    pack = _pack
-    counts = _COUNTS
+    return serialize_with(header(db_name, table_name), changes)
+
+
+def header(db_name: str, table_name: str) -> bytes:
+    """The (db, table) pair that starts every message of a table (for serialize_with)."""
     db = _encode(db_name)
     table = _encode(table_name)
-    parts = [b"", pack(len(db)), db, pack(len(table)), table]
-    append = parts.append
-    pairs = 1
-    size = SIZE_T * 5 + len(db) + len(table)
+    return _pack(len(db)) + db + _pack(len(table)) + table
+
+
+def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence]) -> bytes:
+    """serialize() with the (db, table) pair already encoded by header()."""
+    changes = changes if isinstance(changes, (list, tuple)) else list(changes)
+    try:
+        parts = _parts(changes, str.encode)
+    except UnicodeEncodeError:  # surrogate escapes: bytes that were not UTF-8
+        parts = _parts(changes, _encode)
+    pairs = len(changes) + 1
     for change in changes:
-        key = _encode(change[0])
+        pairs += len(change[2])
+    parts[0] = _pack(pairs)
+    parts[1] = head
+    data = b"".join(parts)
+    if len(data) >= MAX_MESSAGE_SIZE:
+        raise MessageTooLargeError(
+            f"message of {len(data)} bytes; the C++ library sends and receives less than "
+            f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
+        )
+    return data
+
+
+def _parts(changes: Sequence[KeyOpFieldsValues | Sequence], encode) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """The length-prefixed strings of the changes, after two slots for the count and header."""
+    pack = _pack
+    counts = _COUNT_PAIRS
+    parts = [b"", b""]
+    append = parts.append
+    for change in changes:
+        key = encode(change[0])
         fvs = change[2]
-        n = len(fvs)
-        count = counts[n] if n < 1024 else str(n).encode()
         append(pack(len(key)))
         append(key)
-        append(pack(len(count)))
-        append(count)
-        size += SIZE_T * 2 + len(key) + len(count)
+        n = len(fvs)
+        append(counts[n] if n < 1024 else _string(str(n).encode()))
         for field, value in fvs:
-            f = field.encode(_ENCODING, _ERRORS)
-            v = value.encode(_ENCODING, _ERRORS)
+            f = encode(field)
+            v = encode(value)
             append(pack(len(f)))
             append(f)
             append(pack(len(v)))
             append(v)
-            size += SIZE_T * 2 + len(f) + len(v)
-        pairs += 1 + n
-    if size >= MAX_MESSAGE_SIZE:
-        raise MessageTooLargeError(
-            f"message for {db_name}/{table_name} is {size} bytes; the C++ library sends and receives "
-            f"less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
-        )
-    parts[0] = pack(pairs)
-    return b"".join(parts)
+    return parts
+
+
+def _string(data: bytes) -> bytes:
+    return _pack(len(data)) + data
+
+
+#: a field count as its length-prefixed decimal text, for the counts of most changes
+_COUNT_PAIRS = [_string(str(n).encode()) for n in range(1024)]
 
 
 def read_header(data: bytes) -> tuple[str, str]:
@@ -172,6 +196,11 @@ def _count_of(text: str) -> int:
 _COUNT_VALUES = {str(n): n for n in range(1024)}
 
 
+#: the (db, table) pair of the last message read, as bytes, and its two names (as read from the
+#: latin-1 text: deserialize() re-decodes names that are not ASCII)
+_last_head: tuple[bytes, str, str] = (bytes(2 * SIZE_T), "", "")  # ("", ""): right as it stands
+
+
 def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
     """The message read in one pass, optimistically: a length past the end surfaces as
     struct.error (a length that cannot be read) or as an end position other than the message's
@@ -184,15 +213,22 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
     counts = _COUNT_VALUES
     out: list[KeyOpFieldsValues] = []
     append = out.append
-    pos = SIZE_T
-    n = unpack_from(data, pos)[0]
-    pos += SIZE_T
-    db = text[pos:pos + n]
-    pos += n
-    n = unpack_from(data, pos)[0]
-    pos += SIZE_T
-    table = text[pos:pos + n]
-    pos += n
+    global _last_head
+    head, db, table = _last_head
+    if data.startswith(head, SIZE_T):  # the same table as the last message: most of the time
+        pos = SIZE_T + len(head)
+    else:
+        pos = SIZE_T
+        n = unpack_from(data, pos)[0]
+        pos += SIZE_T
+        db = text[pos:pos + n]
+        pos += n
+        n = unpack_from(data, pos)[0]
+        pos += SIZE_T
+        table = text[pos:pos + n]
+        pos += n
+        if pos <= len(data):
+            _last_head = (data[SIZE_T:pos], db, table)
     left = count - 1
     while left > 0:
         n = unpack_from(data, pos)[0]

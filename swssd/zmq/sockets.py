@@ -12,6 +12,11 @@ are lost, exactly as with the C++ client, which uses the same library and option
 is full, send_msg retries as C++ sendMsg does (11 attempts, 20 ms doubling to ~10 s between them,
 then an error), but sleeping on the event loop instead of blocking the thread; sends queue behind
 one that is waiting, so their order is kept.
+
+Neither end uses a thread. The client sends with ZMQ_DONTWAIT (a full queue is the only reason
+to wait); the server's socket is watched by the event loop through its ZMQ_FD, as pyzmq's asyncio
+sockets do, and every wake-up drains what is queued, so a burst costs one wake-up, not a future
+per message. A server (and a consumer's persistence) needs the running event loop.
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ from typing import Protocol
 
 import structlog
 import zmq
-import zmq.asyncio
 
 from ..errors import SwssdError
 from ..fields import KeyOpFieldsValues
-from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, deserialize, serialize
+from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, serialize
+from .serializer import deserialize as _deserialize
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +47,8 @@ ORCH_ZMQ_PORT = 8100
 #: Keepalive as C++: on, 5 s idle before the first probe, 1 s between probes, 5 probes.
 _KEEPALIVE = ((zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5), (zmq.TCP_KEEPALIVE_INTVL, 1), (zmq.TCP_KEEPALIVE_CNT, 5))
 #: messages taken off the server socket before letting other tasks run
-_BURST = 256
+_BURST = 512
+_NONE: dict[str, ZmqMessageHandler] = {}
 #: malformed messages logged one by one; past this, one line per _LOG_EVERY
 _LOG_FIRST = 100
 _LOG_EVERY = 1000
@@ -116,16 +122,22 @@ class ZmqClient:
 
     async def send_bytes(self, data: bytes) -> None:
         """Send one already serialized message, retrying as C++ sendMsg does."""
+        if not self.send_nowait(data):
+            async with self._lock:  # later sends wait here: the order of messages is kept
+                await self._send_retrying(data)
+
+    def send_nowait(self, data: bytes) -> bool:
+        """Hand a message to the socket if that can be done at once and keeps the order (no
+        send is waiting to retry); False otherwise, and then send_bytes() must send it."""
         if len(data) >= MAX_MESSAGE_SIZE:
             raise MessageTooLargeError(f"message of {len(data)} bytes; C++ sends less than {MAX_MESSAGE_SIZE}")
-        if not self._lock.locked():
-            try:
-                self._send_now(data)
-                return
-            except zmq.Again:
-                pass
-        async with self._lock:  # later sends wait here: the order of messages is kept
-            await self._send_retrying(data)
+        if self._lock.locked():
+            return False
+        try:
+            self._send_now(data)
+        except zmq.Again:
+            return False
+        return True
 
     def _send_now(self, data: bytes) -> None:
         sock = self._socket
@@ -182,8 +194,8 @@ class ZmqClient:
 
 class ZmqServer:
     """The consumers' end: a PULL socket bound to `endpoint` (`tcp://*:8100`, `ipc://path`),
-    read by one task on the event loop, each message handed to the consumer registered for its
-    (db, table).
+    read on the event loop, each message handed to the consumer registered for its (db, table)
+    as it is read.
 
     Messages that cannot be read (truncated, a length past the end, MAX_MESSAGE_SIZE bytes or
     more, ...) are counted in `malformed` and logged; messages for a (db, table) no consumer is
@@ -204,11 +216,12 @@ class ZmqServer:
         self.malformed = 0
         #: well-formed messages for a (db, table) without a consumer
         self.dropped = 0
-        self._handlers: dict[tuple[str, str], ZmqMessageHandler] = {}
+        self._handlers: dict[str, dict[str, ZmqMessageHandler]] = {}
         self._unrouted_logged: set[tuple[str, str]] = set()
-        self._context: zmq.asyncio.Context | None = None
-        self._socket: zmq.asyncio.Socket | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._context: zmq.Context | None = None
+        self._socket: zmq.Socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._fd = -1
         self._where = endpoint  # for logs: the endpoint as bound
         if not lazy_bind:
             self.bind()
@@ -217,13 +230,16 @@ class ZmqServer:
 
     def register(self, db_name: str, table_name: str, handler: ZmqMessageHandler) -> None:
         """Hand the changes for (db_name, table_name) to `handler` from now on."""
-        key = (db_name, table_name)
-        if key in self._handlers and self._handlers[key] is not handler:
+        tables = self._handlers.setdefault(db_name, {})
+        if tables.get(table_name, handler) is not handler:
             raise ValueError(f"a consumer for {db_name}/{table_name} is already registered on {self.endpoint}")
-        self._handlers[key] = handler
+        tables[table_name] = handler
 
     def unregister(self, db_name: str, table_name: str) -> None:
-        self._handlers.pop((db_name, table_name), None)
+        tables = self._handlers.get(db_name, {})
+        tables.pop(table_name, None)
+        if not tables:
+            self._handlers.pop(db_name, None)
 
     # -- the socket ---------------------------------------------------------------------
 
@@ -232,8 +248,8 @@ class ZmqServer:
         if self._socket is not None:
             raise RuntimeError(f"ZmqServer has already been bound to the endpoint: {self.endpoint}")
         loop = asyncio.get_running_loop()
-        self._context = zmq.asyncio.Context()
-        sock = self._context.socket(zmq.PULL)
+        context = zmq.Context()
+        sock = context.socket(zmq.PULL)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, HIGH_WATER_MARK)
         _apply_common(sock, self.vrf)
@@ -241,12 +257,18 @@ class ZmqServer:
             sock.bind(self.endpoint)
         except zmq.ZMQError as exc:
             sock.close(0)
-            self._context.term()
-            self._context = None
+            context.term()
             raise OSError(exc.errno, f"zmq bind failed on endpoint {self.endpoint}: {exc}") from None
+        self._context = context
         self._socket = sock
+        self._loop = loop
         self._where = self.last_endpoint or self.endpoint
-        self._task = loop.create_task(self._run(sock))
+        # The event loop watches the socket's notification fd itself (what pyzmq's asyncio
+        # sockets do underneath), and a wake-up drains every message waiting: no future, no
+        # task switch per message.
+        self._fd = sock.getsockopt(zmq.FD)
+        loop.add_reader(self._fd, self._drain)
+        loop.call_soon(self._drain)  # the fd is edge-triggered: look once now
         log.info("zmq server bound", endpoint=self._where)
 
     @property
@@ -260,38 +282,36 @@ class ZmqServer:
             return None
         return self._socket.getsockopt(zmq.LAST_ENDPOINT).decode()
 
-    async def _run(self, sock: zmq.asyncio.Socket) -> None:
-        # Woken by the asyncio socket, then drained through a plain shadow of the same socket:
-        # one wake-up per burst instead of a future per message.
-        raw = zmq.Socket.shadow(sock.underlying)
-        recv = raw.recv
+    def _drain(self) -> None:
+        """Take every message waiting off the socket (up to _BURST, then again on the next
+        loop iteration, so other tasks run in between)."""
+        sock = self._socket
+        if sock is None:
+            return
+        recv = sock.recv
         handle = self._handle
         again = zmq.Again
-        while True:
-            try:
-                await sock.poll(flags=zmq.POLLIN)
-                for _ in range(_BURST):
-                    try:
-                        data = recv(zmq.NOBLOCK)
-                    except again:
-                        break
+        try:
+            for _ in range(_BURST):
+                try:
+                    data = recv(zmq.NOBLOCK)
+                except again:
+                    return  # drained: the fd signals again when more arrives
+                try:
                     handle(data)
-                else:
-                    await asyncio.sleep(0)  # a long burst: let the loop breathe
-            except asyncio.CancelledError:
-                raise
-            except zmq.ZMQError as exc:
-                if exc.errno == zmq.ETERM:
-                    return
+                except Exception:  # noqa: BLE001 - a consumer's surprise must not stop the server
+                    log.exception("zmq message handler failed", endpoint=self._where)
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.ETERM:
                 log.error("zmq receive failed; retrying", endpoint=self._where, error=str(exc))
-                await asyncio.sleep(0.1)
-            except Exception:  # noqa: BLE001 - the reader outlives a consumer's surprise
-                log.exception("zmq server reader failed; continuing", endpoint=self._where)
+                self._loop.call_later(0.1, self._drain)
+            return
+        self._loop.call_soon(self._drain)  # more may wait, and the fd will not say so
 
     def _handle(self, data: bytes) -> None:
         self.received += 1
         try:
-            db_name, table_name, changes = deserialize(data)
+            db_name, table_name, changes = _deserialize(data)
         except ZmqMessageError as exc:
             self.malformed += 1
             if self.malformed <= _LOG_FIRST or self.malformed % _LOG_EVERY == 0:
@@ -301,7 +321,7 @@ class ZmqServer:
                     head=data[:64].hex(),
                 )
             return
-        handler = self._handlers.get((db_name, table_name))
+        handler = self._handlers.get(db_name, _NONE).get(table_name)
         if handler is None:
             self.dropped += 1
             key = (db_name, table_name)
@@ -317,13 +337,10 @@ class ZmqServer:
 
     async def close(self) -> None:
         """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait((task,))
-        if self._socket is not None:
-            self._socket.close(0)
-            self._socket = None
+        sock, self._socket = self._socket, None
+        if sock is not None:
+            self._loop.remove_reader(self._fd)
+            sock.close(0)
         if self._context is not None:
             self._context.term()
             self._context = None

@@ -1,0 +1,129 @@
+// The C++ side of bench/bench_zmq.py: libswsscommon's ZmqProducerStateTable and
+// ZmqConsumerStateTable (persistence off), one role a process.
+//
+//   zmq_bench produce <database_config.json> <endpoint> <count>
+//       builds <count> route-like changes (4 fields) in memory, prints "ready", waits for a line
+//       on stdin, prints the CLOCK_MONOTONIC nanoseconds, sends each change with set(), prints
+//       "sent" and waits for another line before exiting (linger 0 would drop what is queued)
+//   zmq_bench consume <database_config.json> <endpoint> <count>
+//       binds a ZmqServer with a ZmqConsumerStateTable (pop batch 128) under swss::Select,
+//       prints "ready", pops until <count> changes arrived, and prints
+//       {"count": N, "first_ns": ..., "last_ns": ...}: CLOCK_MONOTONIC at the start of the pop
+//       that returned the first change and at the end of the pop that returned the last, and
+//       "stalls": times select() timed out (1 s) while the table held data (a lost wake-up)
+#include <time.h>
+
+#include <deque>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "dbconnector.h"
+#include "select.h"
+#include "zmqclient.h"
+#include "zmqconsumerstatetable.h"
+#include "zmqproducerstatetable.h"
+#include "zmqserver.h"
+
+static long long nowNs()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static std::string routeKey(long i)
+{
+    return std::to_string(10 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." + std::to_string(i % 256) + ".0/24";
+}
+
+static int produce(swss::DBConnector &db, const std::string &endpoint, long count)
+{
+    swss::ZmqClient client(endpoint);
+    swss::ZmqProducerStateTable p(&db, "ROUTE_TABLE", client, false);
+    std::vector<std::pair<std::string, std::vector<swss::FieldValueTuple>>> routes;
+    routes.reserve(count);
+    for (long i = 0; i < count; i++)
+    {
+        routes.emplace_back(routeKey(i), std::vector<swss::FieldValueTuple>{
+            {"nexthop", "10.0.0.1,10.0.0.3"}, {"ifname", "Ethernet0,Ethernet4"},
+            {"weight", "1,1"}, {"protocol", "bgp"}});
+    }
+    std::cout << "ready" << std::endl;
+    std::string line;
+    std::getline(std::cin, line);
+    std::cout << nowNs() << std::endl;
+    for (const auto &r : routes)
+    {
+        p.set(r.first, r.second);
+    }
+    std::cout << "sent" << std::endl;
+    std::getline(std::cin, line);
+    return 0;
+}
+
+static int consume(swss::DBConnector &db, const std::string &endpoint, long count)
+{
+    swss::ZmqServer server(endpoint);
+    swss::ZmqConsumerStateTable c(&db, "ROUTE_TABLE", server, 128, 0, false);
+    swss::Select sel;
+    sel.addSelectable(&c);
+    std::cout << "ready" << std::endl;
+    std::deque<swss::KeyOpFieldsValuesTuple> batch;
+    long got = 0;
+    long long first = 0, last = 0;
+    int stalls = 0, idle = 0;
+    while (got < count)
+    {
+        swss::Selectable *ready = nullptr;
+        int rc = sel.select(&ready, 1000);
+        if (rc == swss::Select::TIMEOUT && c.hasData())
+        {
+            stalls++;  // data waiting but select did not say so: pop it anyway, and report it
+        }
+        else if (rc == swss::Select::TIMEOUT && ++idle < 60)
+        {
+            continue;
+        }
+        else if (rc != swss::Select::OBJECT)
+        {
+            std::cerr << "select returned " << rc << " after " << got << std::endl;
+            return 1;
+        }
+        long long start = nowNs();
+        c.pops(batch);
+        last = nowNs();
+        if (!batch.empty() && !first)
+        {
+            first = start;
+        }
+        got += (long)batch.size();
+        batch.clear();
+    }
+    std::cout << "{\"count\": " << got << ", \"first_ns\": " << first << ", \"last_ns\": " << last
+              << ", \"stalls\": " << stalls << "}" << std::endl;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5)
+    {
+        std::cerr << "usage: zmq_bench produce|consume CONFIG ENDPOINT COUNT" << std::endl;
+        return 2;
+    }
+    std::string mode = argv[1];
+    swss::SonicDBConfig::initialize(argv[2]);
+    swss::DBConnector db("APPL_DB", 0, true);
+    long count = std::stol(argv[4]);
+    if (mode == "produce")
+    {
+        return produce(db, argv[3], count);
+    }
+    if (mode == "consume")
+    {
+        return consume(db, argv[3], count);
+    }
+    std::cerr << "bad mode" << std::endl;
+    return 2;
+}
