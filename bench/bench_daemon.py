@@ -6,9 +6,9 @@
    batched sets) over 1 or 50 tables; the consumer here is either the raw library (Select +
    ConsumerStateTable.pops, no handling) or the daemon with a no-op Orch. keys/s = N / (first
    write -> last key popped/handled). Both use the same pops script (track_deletes=True).
-   Drain: the same N keys written first, then drained (raw: Select + pops, without and with the
-   library's prefetch, which the daemon uses; daemon: from run() to the last key handled,
-   start-up included, 20-30 ms) -- the consumer's own capacity, writer excluded.
+   Drain: the same N keys written first, then drained (raw: Select + pops, one pop at a time as
+   the C++ consumer does; daemon: from run() to the last key handled, start-up included,
+   20-30 ms) -- the consumer's own capacity, writer excluded.
 2. Latency: the writer sets one key at a time at a steady 2,000 changes/s with its wall time in a
    field; the no-op Orch takes the difference when the task reaches it (p50/p99), and the raw
    consumer the same when pops returns it.
@@ -162,12 +162,12 @@ async def preload(server: EmbeddedRedis, tables: int, keys: int) -> None:
     await asyncio.to_thread(writer_times, writer)
 
 
-async def raw_drain(server: EmbeddedRedis, db_config: Path, tables: int, keys: int, prefetch: bool = False) -> float:
+async def raw_drain(server: EmbeddedRedis, db_config: Path, tables: int, keys: int) -> float:
     await preload(server, tables, keys)
     db = await DBConnector.connect("APPL_DB", db_config)
     sel = Select()
     for t in range(tables):
-        await sel.add(ConsumerStateTable(db, f"BENCH_{t}", track_deletes=True, prefetch=prefetch))
+        await sel.add(ConsumerStateTable(db, f"BENCH_{t}", track_deletes=True))
     start = time.perf_counter()
     got = 0
     while got < keys:
@@ -286,7 +286,7 @@ async def main(args: argparse.Namespace) -> None:
         results: dict[str, object] = {}
         for tables in (1, 50):
             runs: dict[str, list[float]] = {
-                k: [] for k in ("wrote", "raw", "daemon", "raw_drain", "raw_prefetch_drain", "daemon_drain")
+                k: [] for k in ("wrote", "raw", "daemon", "raw_drain", "daemon_drain")
             }
             for _ in range(args.repeat):  # interleaved, so load from other processes hits both alike
                 r, w = await raw_e2e(server, db_config, tables, args.keys)
@@ -294,7 +294,6 @@ async def main(args: argparse.Namespace) -> None:
                 runs["wrote"].append(w)
                 runs["daemon"].append(await daemon_e2e(server, db_config, tables, args.keys))
                 runs["raw_drain"].append(await raw_drain(server, db_config, tables, args.keys))
-                runs["raw_prefetch_drain"].append(await raw_drain(server, db_config, tables, args.keys, prefetch=True))
                 runs["daemon_drain"].append(await daemon_drain(server, db_config, tables, args.keys))
             med = {k: statistics.median(v) for k, v in runs.items()}
             row = {
@@ -304,10 +303,8 @@ async def main(args: argparse.Namespace) -> None:
                 "e2e_daemon_keys_per_s": round(med["daemon"]),
                 "e2e_daemon_vs_raw": round(med["daemon"] / med["raw"], 3),
                 "drain_raw_keys_per_s": round(med["raw_drain"]),
-                "drain_raw_prefetch_keys_per_s": round(med["raw_prefetch_drain"]),
                 "drain_daemon_keys_per_s": round(med["daemon_drain"]),
                 "drain_daemon_vs_raw": round(med["daemon_drain"] / med["raw_drain"], 3),
-                "drain_daemon_vs_raw_prefetch": round(med["daemon_drain"] / med["raw_prefetch_drain"], 3),
                 "load_average": os.getloadavg()[0],
             }
             results[f"{tables}_tables"] = row

@@ -165,9 +165,9 @@ async def pt_buffered(db: DBConnector, entries: list[Entry]) -> int:
 # -- consumers -------------------------------------------------------------------------
 
 
-def cst_drain(batch: int, prefetch: bool = False) -> Callable[[DBConnector, list[Entry]], Awaitable[int]]:
+def cst_drain(batch: int) -> Callable[[DBConnector, list[Entry]], Awaitable[int]]:
     async def run(db: DBConnector, entries: list[Entry]) -> int:
-        cst = ConsumerStateTable(db, TABLE, pop_batch_size=batch, prefetch=prefetch)
+        cst = ConsumerStateTable(db, TABLE, pop_batch_size=batch)
         n = 0
         while items := await cst.pops():
             n += len(items)
@@ -176,9 +176,9 @@ def cst_drain(batch: int, prefetch: bool = False) -> Callable[[DBConnector, list
     return run
 
 
-def ct_drain(prefetch: bool = False) -> Callable[[DBConnector, list[Entry]], Awaitable[int]]:
+def ct_drain() -> Callable[[DBConnector, list[Entry]], Awaitable[int]]:
     async def run(db: DBConnector, entries: list[Entry]) -> int:
-        ct = ConsumerTable(db, TABLE, pop_batch_size=BATCH, prefetch=prefetch)
+        ct = ConsumerTable(db, TABLE, pop_batch_size=BATCH)
         n = 0
         while items := await ct.pops():
             n += len(items)
@@ -211,9 +211,7 @@ async def main(args: argparse.Namespace) -> None:
         Case(f"PT buffered set (flush/{BATCH})", keys, None, None, pt_buffered),
         Case("CST drain, pop batch 128", keys, (57_000, 62_000), pst_set_many, cst_drain(128)),
         Case("CST drain, pop batch 1024", keys, (57_000, 62_000), pst_set_many, cst_drain(1024)),
-        Case("CST drain, pop batch 128, prefetch", keys, (57_000, 62_000), pst_set_many, cst_drain(128, True)),
         Case(f"CT drain, pop batch {BATCH}", keys, (110_000, 110_000), pt_buffered, ct_drain()),
-        Case(f"CT drain, pop batch {BATCH}, prefetch", keys, (110_000, 110_000), pt_buffered, ct_drain(True)),
     ]
     if args.only:
         cases = [c for c in cases if any(s.lower() in c.name.lower() for s in args.only)]

@@ -20,9 +20,6 @@ class ConsumerStateTable(ConsumerTableBase):
     the new fields while the old entry is gone from the table. With `track_deletes=True` swssd's
     own variant of the script (same effect on Redis) reports that as DEL followed by SET, which
     is what a capture needs to be replayed exactly.
-
-    With a `journal` key, the tracked script also journals each reply (see ConsumerTableBase);
-    `track_deletes` still decides what is returned.
     """
 
     def __init__(
@@ -32,29 +29,20 @@ class ConsumerStateTable(ConsumerTableBase):
         pop_batch_size: int = 128,
         priority: int = 0,
         track_deletes: bool = False,
-        *,
-        prefetch: bool = False,
-        journal: str | None = None,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch, journal=journal)
+        super().__init__(db, name, pop_batch_size, priority)
         self.track_deletes = track_deletes
 
     async def has_pending(self) -> bool:
         return int(await self.db.redis.execute_command("SCARD", self.key_set)) > 0
 
-    async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+    async def _pop_batch(self) -> list[Any]:
         keys = [self.key_set, self.name + self.separator, self.del_set]
         args: list[str | int] = [self.pop_batch_size, self.state_prefix]
-        if self.journal is None:
-            script = CST_POPS_TRACKED if self.track_deletes else CST_POPS
-            return self._parse(await self.db.evalsha(script, keys, args, resend=False))
-        keys.append(self.journal)
-        args.append(self._next_seq())
-        reply = await self.db.evalsha(CST_POPS_TRACKED, keys, args, resend=False)
-        self._unanswered = None
-        return self._parse(reply)
+        script = CST_POPS_TRACKED if self.track_deletes else CST_POPS
+        return await self.db.evalsha(script, keys, args, resend=False)  # type: ignore[no-any-return]
 
-    def _parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
+    def parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         if not reply:
             return []
         make = _new_task
@@ -70,7 +58,7 @@ class ConsumerStateTable(ConsumerTableBase):
 
 
 def _pairs(flat: list[str]) -> list[tuple[str, str]]:
-    """Field/value pairs of a flat list (the journal's JSON writes an empty one as {})."""
+    """Field/value pairs of a flat list (JSON writes an empty one as {})."""
     it = iter(flat)
     return list(zip(it, it))
 

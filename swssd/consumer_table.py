@@ -7,14 +7,13 @@ from typing import Any
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import KeyOpFieldsValues
-from .lua import CT_POPS, CT_POPS_JOURNALED
+from .lua import CT_POPS
 
 
 class ConsumerTable(ConsumerTableBase):
     """The consumer side of the op queue: changes in producer order, op without its S/D prefix.
 
     With `modify_redis` the script also writes SET/DEL into the `prefix + TABLE:key` hashes.
-    With a `journal` key, pops use swssd's journaled variant (see ConsumerTableBase).
     """
 
     def __init__(
@@ -24,11 +23,8 @@ class ConsumerTable(ConsumerTableBase):
         pop_batch_size: int = 128,
         priority: int = 0,
         modify_redis: bool = True,
-        *,
-        prefetch: bool = False,
-        journal: str | None = None,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch, journal=journal)
+        super().__init__(db, name, pop_batch_size, priority)
         self.modify_redis = modify_redis
         self._prefix = ""
 
@@ -44,18 +40,12 @@ class ConsumerTable(ConsumerTableBase):
             self._buffer.extend(await self.pops(prefix))
         return self._buffer.popleft() if self._buffer else None
 
-    async def _pop_batch(self) -> list[KeyOpFieldsValues]:
+    async def _pop_batch(self) -> list[Any]:
         keys = [self.op_queue, self._prefix + self.name]
         args = [self.pop_batch_size, 1 if self.modify_redis else 0]
-        if self.journal is None:
-            return self._parse(await self.db.evalsha(CT_POPS, keys, args, resend=False))
-        reply = await self.db.evalsha(
-            CT_POPS_JOURNALED, [*keys, self.journal], [*args, self._next_seq()], resend=False
-        )
-        self._unanswered = None
-        return self._parse(reply)
+        return await self.db.evalsha(CT_POPS, keys, args, resend=False)  # type: ignore[no-any-return]
 
-    def _parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
+    def parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         return [
             KeyOpFieldsValues(item[0], item[1], list(zip(item[2::2], item[3::2])))
             for item in reply or ()

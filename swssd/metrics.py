@@ -62,6 +62,8 @@ class DaemonCollector(Collector):
                 ("retried", "Handler calls that raised Retry (the task stayed pending)"),
                 ("failed", "Handler calls that raised or timed out"),
                 ("dead_lettered", "Tasks given up after max_attempts"),
+                ("set_aside", "Malformed or wrong-type entries the pop set aside (dead-letter list in Redis)"),
+                ("pop_errors", "Pops Redis refused (e.g. a wrong-type key set); the table waits"),
             )
         }
         pending = GaugeMetricFamily("swssd_pending", "Tasks in memory: pending plus being handled", labels=labels)

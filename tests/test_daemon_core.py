@@ -133,7 +133,7 @@ async def test_backpressure_stops_popping_at_the_limit_and_resumes(
         await producer.set(f"k{i}", [("f", str(i))])
     await producer.flush()
 
-    await eventually(lambda: worker.consumer.paused)
+    await eventually(lambda: worker.paused and daemon.select.paused(worker.consumer))
     await asyncio.sleep(0.2)  # a pop prefetched before the pause may still land
     waiting = await db.redis.scard("BP_KEY_SET")
     assert worker.pending_count <= 100 + 32
@@ -144,7 +144,7 @@ async def test_backpressure_stops_popping_at_the_limit_and_resumes(
 
     orch.gate.set()
     await eventually(lambda: len(orch.handled) == 1000)
-    assert not worker.consumer.paused
+    assert not worker.paused and not daemon.select.paused(worker.consumer)
     assert {t.key for _, t in orch.handled} == {f"k{i}" for i in range(1000)}
     assert worker.stats.popped == worker.stats.handled == 1000
 

@@ -128,7 +128,7 @@ def stream_config(records: Path, pending_limit: int = 20000) -> dict:
                 {"db": "APPL_DB", "table": "STREAM_B", "priority": 1, "pop_batch_size": 64},
                 {"db": "APPL_DB", "table": "STREAM_C"},
             ]),
-            recording(records, [{"db": "STATE_DB", "table": "STREAM_D", "pop_batch_size": 256}],
+            recording(records, [{"db": "STATE_DB", "table": "STREAM_D", "kind": "state", "pop_batch_size": 256}],
                       plugin="orch_plugins:BatchRecordingOrch"),
             recording(records, [{"db": "APPL_DB", "table": "STREAM_Q", "kind": "queue"}]),
         ],
@@ -216,7 +216,8 @@ async def test_client_kill_of_the_daemons_connections_loses_nothing(
 ) -> None:
     """Pub/sub kills lose nothing: the re-subscribe re-checks every table. A command connection
     killed between Redis running a pop and its reply arriving would take that batch with it (the
-    C++ consumer's fate); the daemon's journaled pops read it back. Every change is handled."""
+    C++ consumer's fate); the daemon's in-flight record has it, and it is read back. Every change
+    is handled."""
     records_path = tmp_path / "records.jsonl"
     daemon = DaemonProcess(write_config(tmp_path, clean_redis, stream_config(records_path)), tmp_path / "log")
     keys = {"STREAM_A": 1500, "STREAM_B": 1000, "STREAM_C": 1000, "STREAM_D": 1000, "STREAM_Q": 500}
@@ -242,8 +243,9 @@ async def test_client_kill_of_the_daemons_connections_loses_nothing(
         assert daemon.events("pubsub reconnected"), "the pub/sub connection was not re-established"
     finally:
         assert daemon.stop() == 0
-    assert not [k for k in await appl.redis.keys("_SWSSD_POP_JOURNAL:*")], "journals removed at clean shutdown"
-    assert not [k for k in await state_db.redis.keys("_SWSSD_POP_JOURNAL:*")]
+    for db in (appl, state_db):
+        for key in await db.redis.keys("_SWSSD_INFLIGHT:*"):
+            assert await db.redis.hkeys(key) == ["seq"], f"{key}: batches left after a clean shutdown"
 
 
 async def test_sigterm_mid_stream_exits_0_and_every_change_is_handled_or_still_in_redis(

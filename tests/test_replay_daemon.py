@@ -150,12 +150,6 @@ def merged(records: list[dict]) -> dict:  # type: ignore[type-arg]
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="swssd run exits 1 at shutdown with subscriber/notification tables, before closing the "
-           "capture: Daemon._settle_prefetched calls consumer.settle(), which only key-set and queue "
-           "consumers have. Remove this mark once that is fixed.",
-)
 async def test_daemon_capture_of_subscriber_tables_and_notifications_replays_exactly(
     spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path  # noqa: F811
 ) -> None:

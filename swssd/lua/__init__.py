@@ -1,7 +1,9 @@
 """The Lua scripts of sonic-swss-common, byte for byte, and how they are run.
 
 The files beside this module are the wire protocol: their SHA1 is what a C++ peer's
-EVALSHA names, so they are read as bytes and never reformatted.
+EVALSHA names, so they are read as bytes and never reformatted. The `*_tracked` and `*_reliable`
+files are swssd's own variants (the daemon's pops), `instance_lease` is the daemon's own; every
+other file is the C++ library's.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ PST_CLEAR = Script.from_package("producer_state_table_clear")
 PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
 CST_POPS = Script.from_package("consumer_state_table_pops")
 CST_POPS_TRACKED = Script.from_package("consumer_state_table_pops_tracked")
+CST_POPS_RELIABLE = Script.from_package("consumer_state_table_pops_reliable")
 PT_ENQUEUE = Script.from_package("producer_table_enqueue")
 CT_POPS = Script.from_package("consumer_table_pops")
-CT_POPS_JOURNALED = Script.from_package("consumer_table_pops_journaled")
+CT_POPS_RELIABLE = Script.from_package("consumer_table_pops_reliable")
 TABLE_DUMP = Script.from_package("table_dump")
+INSTANCE_LEASE = Script.from_package("instance_lease")
 
 ALL_SCRIPTS = (
     PST_SET,
@@ -47,8 +51,10 @@ ALL_SCRIPTS = (
     PST_APPLY_VIEW,
     CST_POPS,
     CST_POPS_TRACKED,
+    CST_POPS_RELIABLE,
     PT_ENQUEUE,
     CT_POPS,
-    CT_POPS_JOURNALED,
+    CT_POPS_RELIABLE,
     TABLE_DUMP,
+    INSTANCE_LEASE,
 )

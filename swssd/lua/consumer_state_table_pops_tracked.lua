@@ -1,9 +1,6 @@
 -- swssd's own variant of consumer_state_table_pops.lua: the same changes to Redis, and each
 -- popped entry also says whether a delete was pending for it (1) or not (0). That lets a
 -- consumer report "DEL then SET" exactly where the C++ script returns a bare SET.
--- With a journal key KEYS[4], a non-empty reply is also stored there with the pop's sequence
--- number ARGV[3] (for an hour), so a consumer whose reply was lost with its connection can
--- read it back.
 redis.replicate_commands()
 local ret = {}
 local tablename = KEYS[2]
@@ -22,8 +19,5 @@ for i = 1, n do
       redis.call('HSET', tablename..key, fieldvalues[i], fieldvalues[i + 1])
    end
    redis.call('DEL', stateprefix..tablename..key)
-end
-if KEYS[4] and #ret > 0 then
-   redis.call('SET', KEYS[4], cjson.encode({ARGV[3], ret}), 'PX', 3600000)
 end
 return ret

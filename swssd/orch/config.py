@@ -155,6 +155,10 @@ class MetricsConfig(_Section):
 
 
 class DaemonConfig(_Section):
+    #: This daemon's name in Redis: its in-flight records (`_SWSSD_INFLIGHT:<instance>:<TABLE>`),
+    #: dead-letter lists and lease (`_SWSSD_INSTANCE:<instance>`) carry it, so a restarted daemon
+    #: finds what it left. Two daemons on one Redis need different names; the lease refuses a second.
+    instance: str = Field("swssd", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@-]+$")
     #: Seconds in-flight and popped tasks get to finish after SIGTERM.
     shutdown_timeout: float = Field(10.0, gt=0)
     #: Pending tasks per table above which the table is not popped (the data waits in Redis).

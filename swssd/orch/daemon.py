@@ -1,12 +1,11 @@
 """The daemon: connectors, plugins and consumers from the config, then one loop of
 select -> pops -> the table's worker, until a signal stops it.
 
-Only this loop pops, and a pop is never cancelled half way (its data would be gone from Redis and
-not in memory): after a full batch the next pop of that table runs ahead in Redis (prefetch) and is
-settled, never dropped, at shutdown. Pops are journaled: when one fails, what it took out of
-Redis (if it ran) is read back from its journal before anything is popped again. Handlers run in
-the workers' tasks, and Select reads pub/sub in its own task, so neither a slow handler nor a
-busy loop keeps notifications from being read.
+Only this loop pops. State and queue tables are popped through a ReliablePop each: what a pop takes
+out of Redis stays in the table's in-flight record there until its task is done, a lost reply is
+read back, and a restart takes over what the last run left (reliable_pop.py). Handlers run in the
+workers' tasks, and Select reads pub/sub in its own task, so neither a slow handler nor a busy loop
+keeps notifications from being read.
 """
 
 from __future__ import annotations
@@ -15,30 +14,31 @@ import asyncio
 import gc
 import signal
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError, ResponseError
 
 from .. import logging as swssd_logging
 from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
-from ..consumer_base import ConsumerTableBase
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..selectable import Selectable
+from ..subscriber_state_table import glob_escape
 from ..metrics import LoopProbe
 from ..metrics import serve as serve_metrics
 from ..sdnotify import SystemdNotifier
 from ..select import Select
-from ..table import Table
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
+from .lease import InstanceInUseError, InstanceLease
 from .orch import connector_key
 from .plugins import PluginError
+from .reliable_pop import Batch, ReliablePop
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
 log = structlog.get_logger("swssd.daemon")
@@ -47,15 +47,12 @@ _BACKOFF_MIN = 0.05
 _BACKOFF_MAX = 2.0
 #: how long each plugin's stop() may take at shutdown
 _STOP_HOOK_TIMEOUT = 5.0
-#: what redis-py says when the server closed a connection that was waiting for a reply
-_CLOSED_WHILE_WAITING = "Connection closed by server"
-
-
-def _reply_lost(exc: BaseException) -> bool:
-    """Whether a pop failed after it was sent: Redis may have run the script (taking the changes
-    out of the key set) and the reply, with those changes, is gone. No client of the C++ wire
-    protocol can tell; the daemon's journaled pops read the batch back (Daemon._recover)."""
-    return isinstance(exc, RedisTimeoutError) or _CLOSED_WHILE_WAITING in str(exc)
+#: longest wait before popping a table Redis refused to pop again
+_REFUSED_MAX = 5.0
+#: keys a reconcile asks SCAN for, and HGETALLs sent in one pipeline
+_RECONCILE_CHUNK = 512
+#: characters of a key in a log line
+_KEY_EXCERPT = 200
 
 
 class Daemon:
@@ -73,9 +70,13 @@ class Daemon:
         self.dead_letter_hooks: list[DeadLetterHook] = []
         #: set once every table is subscribed and reconciled
         self.ready = asyncio.Event()
-        self._by_table: dict[ConsumerTableBase, TableWorker] = {}
-        #: tables whose last pop failed: their journal is read before anything is popped again
-        self._unrecovered: list[TableWorker] = []
+        self._by_table: dict[Selectable, TableWorker] = {}
+        #: the reliable pop of each state and queue table
+        self.reliable: dict[TableWorker, ReliablePop] = {}
+        #: tables whose last pop Redis refused: (next wait, loop time of the last log line)
+        self._refused: dict[TableWorker, tuple[float, float]] = {}
+        self._leases: list[InstanceLease] = []
+        self._lease_watchers: list[asyncio.Task[None]] = []
         self._started: list[OrchRuntime] = []
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
@@ -221,6 +222,7 @@ class Daemon:
             await self._start_capture()
         for name, namespace in names:
             self.connectors[connector_key(name, namespace)] = await self._connect(name, namespace)
+        await self._take_leases()
         for oc, rt in zip(config.orchs, self.runtimes):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
         for oc, rt in zip(config.orchs, self.runtimes):
@@ -337,28 +339,116 @@ class Daemon:
             netloc = f"{user}:{password}@{netloc}"
         return urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment))
 
+    async def _take_leases(self) -> None:
+        """Claim the instance name on every database a table is popped reliably from."""
+        seen: set[tuple[str, int]] = set()
+        instance = self.config.daemon.instance
+        for oc in self.config.orchs:
+            for t in oc.tables:
+                if t.resolved_kind not in ("state", "queue"):
+                    continue
+                db = self.connectors[connector_key(t.db, t.namespace)]
+                if (db.address, db.db_id) in seen:
+                    continue
+                seen.add((db.address, db.db_id))
+                lease = InstanceLease(db, instance)
+                try:
+                    await self._while_unreachable(lease.acquire, db.name or "")
+                except InstanceInUseError as exc:
+                    raise ConfigError(self.config.path, "daemon.instance", str(exc)) from None
+                self._leases.append(lease)
+                self._lease_watchers.append(asyncio.ensure_future(self._on_lease_lost(lease)))
+
+    async def _on_lease_lost(self, lease: InstanceLease) -> None:
+        """Another process popping under our name would take our batches: stop (exit 1)."""
+        await lease.lost.wait()
+        self._crashed = True
+        self.stop()
+
     async def _add_table(self, rt: OrchRuntime, tc: TableConfig) -> None:
         db_name = connector_key(tc.db, tc.namespace)
         db = self.connectors[db_name]
         table, kind = tc.table, tc.resolved_kind
-        # The library's pops never resend on a lost connection, so a lost reply is seen (_reply_lost).
         consumer = make_consumer(
             db, table, kind, tc.pop_batch_size, tc.priority,
             enable_keyspace_events=self.config.daemon.enable_keyspace_events,
         )
         worker = TableWorker(
             rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
-            self._dead_letter, self._kick.set, table=table, kind=kind,
+            self._dead_letter, self.select, table=table, kind=kind,
         )
-        if tc.reconcile:
-            existing = await Table(db, table).dump()
-            worker.pending.add_many(
-                KeyOpFieldsValues(key, SET_COMMAND, list(existing[key].items())) for key in sorted(existing)
+        if kind in ("state", "queue"):
+            stats = worker.stats
+            source = ReliablePop(
+                consumer, worker.pending, instance=self.config.daemon.instance,  # type: ignore[arg-type]
+                on_set_aside=lambda n: setattr(stats, "set_aside", stats.set_aside + n),
             )
-            log.info("reconciled", db=db_name, table=table, entries=len(existing))
+            self.reliable[worker] = source
+            worker.on_progress = source.progress
+            await self._while_unreachable(lambda: self._take_over(worker, source), db_name)
+        if tc.reconcile:
+            await self._while_unreachable(lambda: self._reconcile(worker, db), db_name)
         self.workers.append(worker)
         self._by_table[consumer] = worker
         worker.start().add_done_callback(self._worker_done)
+
+    async def _while_unreachable(self, step: Callable[[], Awaitable[None]], db_name: str) -> None:
+        """Run a start-up step, again while Redis cannot be reached (a restart under our start)."""
+        delay = _BACKOFF_MIN
+        last_log = 0.0
+        while True:
+            try:
+                return await step()
+            except CONNECTION_ERRORS as exc:
+                now = time.monotonic()
+                if now - last_log >= self.config.daemon.health_interval:
+                    log.warning("waiting for Redis", db=db_name, error=str(exc))
+                    last_log = now
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    async def _take_over(self, worker: TableWorker, source: ReliablePop) -> None:
+        """Before anything is popped or reconciled: the tasks an earlier run left in flight."""
+        try:
+            batches = await source.take_over()
+        except ResponseError as exc:
+            log.error("in-flight record not readable; nothing taken over", db=worker.db_name, table=worker.table,
+                      key=source.record, error=str(exc))
+            source.start()
+            return
+        for batch in batches:
+            worker.accept(batch.tasks, batch.seq)
+        if batches:
+            log.warning("in-flight tasks taken over from the last run; they run first", db=worker.db_name,
+                        table=worker.table, batches=len(batches), tasks=len(worker.pending))
+
+    async def _reconcile(self, worker: TableWorker, db: DBConnector) -> None:
+        """The table's existing entries as pending SETs, after what was taken over; an entry that
+        is not a hash is logged and skipped."""
+        prefix = worker.table + db.separator
+        entries: dict[str, list[tuple[str, str]]] = {}
+        skipped = 0
+        cursor = 0
+        while True:
+            cursor, names = await db.redis.execute_command(
+                "SCAN", cursor, "MATCH", glob_escape(prefix) + "*", "COUNT", _RECONCILE_CHUNK
+            )
+            names = sorted(set(names))
+            replies = await db.execute_many([("HGETALL", name) for name in names])
+            for name, reply in zip(names, replies):
+                if isinstance(reply, Exception):
+                    skipped += 1
+                    log.error("reconcile: entry skipped, not a hash", db=worker.db_name, table=worker.table,
+                              key=name[:_KEY_EXCERPT], error=str(reply))
+                elif reply:
+                    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+                    fvs = [(f, v) for f, v in pairs if f != "NULL"]
+                    if fvs:
+                        entries[name[len(prefix):]] = fvs
+            if int(cursor) == 0:
+                break
+        worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, entries[key]) for key in sorted(entries))
+        log.info("reconciled", db=worker.db_name, table=worker.table, entries=len(entries), skipped=skipped)
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -374,10 +464,6 @@ class Daemon:
         delay = _BACKOFF_MIN
         while not self._stop.is_set():
             self._kick.clear()
-            if self._unrecovered and not await self._recover():
-                await self._sleep(delay)
-                delay = min(delay * 2, _BACKOFF_MAX)
-                continue
             table = await select.select(timeout=0)
             if table is None:
                 if not self.serving:
@@ -386,79 +472,65 @@ class Daemon:
             if table is None:
                 continue
             worker = self._by_table[table]
+            source = self.reliable.get(worker)
             try:
-                tasks = await table.pops()
+                if source is None:
+                    self._deliver(worker, [Batch(0, await table.pops())])
+                else:
+                    self._deliver(worker, await source.pop())
+            except ResponseError as exc:
+                self._pop_refused(worker, exc)
+                continue
             except (RedisError, OSError) as exc:
-                # Any failure may have come after Redis ran the pop; the journal tells.
-                worker.stats.interrupted_pops += _reply_lost(exc)
-                self._unrecovered.append(worker)
+                # The reliable pop reads back what a pop that ran took, before popping again.
                 self._pop_failed(worker, exc)
                 await self._sleep(delay)
                 delay = min(delay * 2, _BACKOFF_MAX)
                 continue
             if self._pop_error is not None:
                 self._redis_back()
+            if worker in self._refused:
+                del self._refused[worker]
+                log.info("table popped again", db=worker.db_name, table=worker.table)
             delay = _BACKOFF_MIN
-            self._deliver(worker, tasks)
 
-    def _deliver(self, worker: TableWorker, tasks: list[KeyOpFieldsValues]) -> None:
-        """Capture popped tasks, then hand them to the table's worker."""
-        if tasks:
-            if self.capture is not None:
-                self.capture.record(worker.db_name, worker.table, worker.consumer.db.separator, tasks, kind=worker.kind)
-            worker.accept(tasks)
-            worker.runtime.new_data()
-
-    async def _recover(self) -> bool:
-        """Hand over what the failed pops took out of Redis, read back from their journals.
-        False while Redis does not answer (the tables stay listed and are not popped)."""
-        while self._unrecovered:
-            worker = self._unrecovered[0]
-            try:
-                tasks = await worker.consumer.recover()
-            except (RedisError, OSError) as exc:
-                self._pop_failed(worker, exc)
-                return False
-            del self._unrecovered[0]
+    def _deliver(self, worker: TableWorker, batches: list[Batch]) -> None:
+        """Capture popped tasks, then hand them to the table's worker (with their in-flight batch)."""
+        for seq, tasks in batches:
             if tasks:
-                log.warning("pop recovered", db=worker.db_name, table=worker.table, tasks=len(tasks))
-            self._deliver(worker, tasks)
-        return True
+                if self.capture is not None:
+                    self.capture.record(
+                        worker.db_name, worker.table, worker.consumer.db.separator, tasks, kind=worker.kind
+                    )
+                worker.accept(tasks, seq or None)
+                worker.runtime.new_data()
+
+    def _pop_refused(self, worker: TableWorker, exc: ResponseError) -> None:
+        """Redis answered the pop with an error (a wrong-type key, a script error): Redis is up, this
+        table is not. It is not popped for a while (longer each time), logged each health_interval."""
+        worker.stats.pop_errors += 1
+        now = time.monotonic()
+        delay, logged = self._refused.get(worker, (_BACKOFF_MIN * 4, -1e9))
+        if now - logged >= self.config.daemon.health_interval:
+            log.error("pop refused by Redis; the table is not popped until this is fixed", db=worker.db_name,
+                      table=worker.table, error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 2))
+            logged = now
+        self._refused[worker] = (min(delay * 2, _REFUSED_MAX), logged)
+        self.select.pause(worker.consumer)
+        asyncio.get_running_loop().call_later(delay, self.select.resume, worker.consumer)
 
     async def _settle_prefetched(self, timeout: float) -> None:
-        """At shutdown: a pop already running in Redis took its changes out; hand them over, or
-        read them back from the journal when its reply was lost."""
-        for worker in self.workers:
+        """At shutdown: a pop already running in Redis took its changes out; hand them over (they
+        are in the in-flight record anyway: a table whose pop fails here gets them at the next start)."""
+        for worker, source in self.reliable.items():
             try:
-                self._deliver(worker, await asyncio.wait_for(worker.consumer.settle(), timeout))
-            except TimeoutError:
-                log.error("prefetched pop did not finish at shutdown", db=worker.db_name, table=worker.table)
-            except (RedisError, OSError) as exc:
-                worker.stats.interrupted_pops += _reply_lost(exc)
-                self._unrecovered.append(worker)
-                log.warning("prefetched pop failed at shutdown", db=worker.db_name, table=worker.table,
-                            error=str(exc))
-        try:
-            if not await asyncio.wait_for(self._recover(), timeout):
-                log.error("pops not recovered at shutdown: their journals stay in Redis for an hour",
-                          tables=[w.table for w in self._unrecovered])
-        except TimeoutError:
-            log.error("recovering pops did not finish at shutdown", tables=[w.table for w in self._unrecovered])
-
-    async def _drop_journals(self) -> None:
-        """At a clean shutdown: the journals of answered or recovered pops are no longer needed."""
-        for worker in self.workers:
-            consumer = worker.consumer
-            if worker in self._unrecovered or getattr(consumer, "journal", None) is None:
-                continue
-            try:
-                await asyncio.wait_for(consumer.db.redis.delete(consumer.journal), _STOP_HOOK_TIMEOUT)
+                self._deliver(worker, await asyncio.wait_for(source.settle(), timeout))
             except (RedisError, OSError, TimeoutError) as exc:
-                log.warning("pop journal not removed (it expires within an hour)", table=worker.table,
-                            error=str(exc))
+                log.warning("prefetched pop not handed over at shutdown; the next start takes it over",
+                            db=worker.db_name, table=worker.table, error=f"{type(exc).__name__}: {exc}")
 
-    async def _wait_ready(self) -> ConsumerTableBase | None:
-        """Wait for a ready table, or for a kick (stop, or a paused table resumed)."""
+    async def _wait_ready(self) -> Selectable | None:
+        """Wait for a ready table, or for a kick (stop)."""
         sel = asyncio.ensure_future(self.select.select())
         kick = asyncio.ensure_future(self._kick.wait())
         await asyncio.wait((sel, kick), return_when=asyncio.FIRST_COMPLETED)
@@ -522,6 +594,23 @@ class Daemon:
 
     # -- shutdown -----------------------------------------------------------------------
 
+    def _report_left(self) -> None:
+        """Say exactly what becomes of the tasks shutdown could not finish."""
+        left = _left_by_kind(self.workers)
+        kept = left.get("state", 0) + left.get("queue", 0)
+        if kept:
+            log.warning(
+                "stopped with tasks not handled: they stay in the in-flight record in Redis and run "
+                "first at the next start of this instance", tasks=kept, instance=self.config.daemon.instance,
+                tables=sorted(w.table for w in self.workers if w.pending_count and w in self.reliable),
+            )
+        if left.get("subscriber"):
+            log.warning("stopped with subscriber tasks not handled: the next start reads those tables again",
+                        tasks=left["subscriber"])
+        if left.get("notification"):
+            log.warning("stopped with notifications not handled: they are lost (notifications are at most once)",
+                        tasks=left["notification"])
+
     async def _shutdown(self) -> bool:
         """Finish popped tasks (bounded), stop the plugins, flush captures, close connections.
         Returns whether the exit was forced."""
@@ -533,7 +622,8 @@ class Daemon:
             await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)
         tasks = [t for t in (w.finish() for w in self.workers) if t is not None]
         if tasks:
-            finished = asyncio.ensure_future(asyncio.wait(tasks, timeout=self.config.daemon.shutdown_timeout))
+            budget = max(0.1, deadline - asyncio.get_running_loop().time())
+            finished = asyncio.ensure_future(asyncio.wait(tasks, timeout=budget))
             forced = asyncio.ensure_future(self._force.wait())
             await asyncio.wait((finished, forced), return_when=asyncio.FIRST_COMPLETED)
             forced.cancel()
@@ -550,14 +640,13 @@ class Daemon:
                 await asyncio.wait_for(rt.orch.stop(), budget)
             except Exception:  # noqa: BLE001 - keep shutting down the others
                 log.exception("plugin stop() failed", orch=rt.orch.name)
-        left = self.pending_count
-        if left:
-            log.warning(
-                "stopped with tasks not handled (a state table keeps their entries: "
-                "reconcile = true hands them over again)", tasks=left,
-            )
-        if not self._force.is_set():
-            await self._drop_journals()
+        for task in self._lease_watchers:
+            task.cancel()
+        for source in self.reliable.values():
+            await source.close(_STOP_HOOK_TIMEOUT)
+        self._report_left()
+        for lease in self._leases:
+            await lease.release()
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()
@@ -569,6 +658,15 @@ class Daemon:
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
         return self._force.is_set()
+
+
+def _left_by_kind(workers: list[TableWorker]) -> dict[str, int]:
+    """Tasks not handled per table kind."""
+    left: dict[str, int] = {}
+    for w in workers:
+        if w.pending_count:
+            left[w.kind] = left.get(w.kind, 0) + w.pending_count
+    return left
 
 
 def _db_names(config: Config, runtimes: list[OrchRuntime]) -> list[tuple[str, str]]:

@@ -7,7 +7,10 @@ Per key at most a DEL followed by a SET is pending:
 - a SET for a key with only a DEL pending is added after the DEL;
 - a DEL replaces whatever is pending for the key.
 
-Each pending task carries its retry state (attempts, when it may run again), which a merge keeps.
+Each pending task carries its retry state (attempts, when it may run again), which a merge keeps,
+and the oldest in-flight batch it holds changes of (`seq`; a merge keeps the older): the daemon's
+reliable pop keeps every batch from that one on in Redis until the task is done (`low_water()`).
+A task taken out to run stays counted until it is done() or put back.
 
 Other kinds of tables merge differently (`Merge`): a subscriber table's SET is the whole entry,
 so a newer SET replaces a pending one instead of merging fields into it (a field removed since
@@ -26,10 +29,12 @@ from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 class Entry:
     """A pending task and its retry state."""
 
-    __slots__ = ("task", "slot", "attempts", "not_before", "retry_epoch", "reason")
+    __slots__ = ("task", "slot", "attempts", "not_before", "retry_epoch", "reason", "seq")
 
-    def __init__(self, task: KeyOpFieldsValues) -> None:
+    def __init__(self, task: KeyOpFieldsValues, seq: int | None = None) -> None:
         self.task = task
+        #: the oldest in-flight batch this task holds changes of (None: nothing in flight, e.g. reconcile)
+        self.seq = seq
         #: where the map keeps it: the task's key, or a slot of its own when nothing merges
         self.slot: object = task.key
         #: failures (exceptions, time-outs) so far; Retry does not count
@@ -71,6 +76,8 @@ class PendingMap:
         self._keys: dict[object, list[Entry]] = {}
         self._count = 0
         self._slots = itertools.count()
+        #: entries taken out to run and not yet done() or put back, in the order taken
+        self._out: dict[Entry, None] = {}
 
     def __len__(self) -> int:
         return self._count
@@ -100,13 +107,14 @@ class PendingMap:
 
     # -- adding -------------------------------------------------------------------------
 
-    def add(self, task: KeyOpFieldsValues) -> None:
-        """Merge one newly popped task."""
-        self._add_entry(Entry(task))
+    def add(self, task: KeyOpFieldsValues, seq: int | None = None) -> None:
+        """Merge one newly popped task (of in-flight batch `seq`)."""
+        self._add_entry(Entry(task, seq))
 
-    def add_many(self, tasks: Iterable[KeyOpFieldsValues]) -> None:
+    def add_many(self, tasks: Iterable[KeyOpFieldsValues], seq: int | None = None) -> None:
+        """Merge newly popped tasks, all of in-flight batch `seq`."""
         for task in tasks:
-            self._add_entry(Entry(task))
+            self._add_entry(Entry(task, seq))
 
     def _add_entry(self, entry: Entry) -> None:
         if self.merge == "none":
@@ -121,12 +129,14 @@ class PendingMap:
             self._count += 1
         elif entry.task.op == DEL_COMMAND:
             self._count += 1 - len(entries)
+            entry.seq = _older(entry.seq, *(e.seq for e in entries))
             entries[:] = [entry]
         else:
             last = entries[-1]
             if last.task.op == SET_COMMAND:
                 fvs = entry.task.fvs if self.merge == "replace" else merge_fields(last.task.fvs, entry.task.fvs)
                 last.task = KeyOpFieldsValues(key, SET_COMMAND, fvs)
+                last.seq = _older(last.seq, entry.seq)
             else:
                 entries.append(entry)
                 self._count += 1
@@ -140,13 +150,19 @@ class PendingMap:
         if not entries:
             del self._keys[key]
         self._count -= 1
+        self._out[entry] = None
         return entry
+
+    def done(self, entry: Entry) -> None:
+        """A taken task is finished (handled or given up): its in-flight batches may go."""
+        self._out.pop(entry, None)
 
     def put_back(self, entry: Entry) -> None:
         """Return a task that must run again in front of whatever arrived for its key meanwhile,
         merging those later tasks into it as if they had arrived after it (as in orchagent, where
         a failed task simply stays in m_toSync). The key moves to the end of the order.
         """
+        self._out.pop(entry, None)
         key = entry.slot
         later = self._keys.pop(key, [])
         self._count -= len(later)
@@ -154,3 +170,24 @@ class PendingMap:
         self._count += 1
         for e in later:
             self._add_entry(e)
+
+    # -- what the in-flight record must keep --------------------------------------------
+
+    def live(self) -> list[Entry]:
+        """Every task not done: the taken ones first (they run before what is pending for their
+        key), then the pending ones in order."""
+        return [*self._out, *(e for entries in self._keys.values() for e in entries)]
+
+    def low_water(self) -> int | None:
+        """The oldest in-flight batch a task not done holds changes of; None when none does."""
+        return min((e.seq for e in self.live() if e.seq is not None), default=None)
+
+    def rebase(self, seq: int) -> None:
+        """Every task not done now belongs to in-flight batch `seq` (a snapshot replaced the batches)."""
+        for entry in self.live():
+            entry.seq = seq
+
+
+def _older(*seqs: int | None) -> int | None:
+    """The oldest of some in-flight batch numbers (None: no batch)."""
+    return min((s for s in seqs if s is not None), default=None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import uuid
 from bisect import bisect_left
 from collections.abc import Callable
 
@@ -21,6 +20,7 @@ from ..consumer_table import ConsumerTable
 from ..fields import KeyOpFieldsValues
 from ..metrics import LATENCY_BUCKETS
 from ..notification_consumer import NotificationConsumer
+from ..select import Select
 from ..subscriber_state_table import SubscriberStateTable
 from .config import RetryConfig, TableKind
 from .orch import Orch, Retry
@@ -32,33 +32,7 @@ log = structlog.get_logger("swssd.daemon")
 _YIELD_EVERY = 32
 
 
-class _Pausable:
-    """A consumer that Select passes over while paused (backpressure); the data waits in Redis."""
-
-    paused = False
-
-    @property
-    def ready(self) -> bool:
-        return not self.paused and super().ready  # type: ignore[misc]
-
-
-class StateConsumer(_Pausable, ConsumerStateTable):
-    pass
-
-
-class QueueConsumer(_Pausable, ConsumerTable):
-    pass
-
-
-class SubscriberConsumer(_Pausable, SubscriberStateTable):
-    pass
-
-
-class NotificationsConsumer(_Pausable, NotificationConsumer):
-    """Paused, it keeps buffering up to its queue limit: notifications cannot wait in Redis."""
-
-
-Consumer = StateConsumer | QueueConsumer | SubscriberConsumer | NotificationsConsumer
+Consumer = ConsumerStateTable | ConsumerTable | SubscriberStateTable | NotificationConsumer
 
 #: How each kind's pending tasks merge: a subscriber's SET is the whole entry.
 _MERGE: dict[TableKind, Merge] = {"state": "fields", "queue": "fields", "subscriber": "replace", "notification": "none"}
@@ -69,7 +43,7 @@ class TableStats:
 
     __slots__ = (
         "popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds", "latency_counts",
-        "interrupted_pops",
+        "set_aside", "pop_errors",
     )
 
     def __init__(self) -> None:
@@ -84,8 +58,10 @@ class TableStats:
         self.handler_seconds = 0.0
         #: handler calls per LATENCY_BUCKETS bucket, the last one past the largest bound
         self.latency_counts = [0] * (len(LATENCY_BUCKETS) + 1)
-        #: pops whose connection dropped after they were sent (their batch is recovered from the journal)
-        self.interrupted_pops = 0
+        #: malformed or wrong-type entries the pop script set aside (kept on the dead-letter list)
+        self.set_aside = 0
+        #: pops Redis refused (e.g. a wrong-type key set): the table waits until it is fixed
+        self.pop_errors = 0
 
     def observe(self, seconds: float) -> None:
         """One handler call took `seconds`."""
@@ -129,7 +105,7 @@ class TableWorker:
         db_name: str,
         pending_limit: int,
         on_dead_letter: DeadLetterHook,
-        on_resume: Callable[[], None],
+        select: Select,
         *,
         table: str,
         kind: TableKind = "state",
@@ -148,7 +124,11 @@ class TableWorker:
         self.retry_waiting = 0
         self.in_flight = 0
         self._on_dead_letter = on_dead_letter
-        self._on_resume = on_resume
+        self._select = select
+        #: whether this worker paused its table in Select (backpressure)
+        self.paused = False
+        #: called after a pass that finished tasks (the reliable pop clears its record then)
+        self.on_progress: Callable[[], None] = _nothing
         self._wakeup = asyncio.Event()
         self._closing = False
         #: the soonest loop time a task of this pass may run again
@@ -171,13 +151,15 @@ class TableWorker:
 
     # -- feeding ------------------------------------------------------------------------
 
-    def accept(self, tasks: list[KeyOpFieldsValues]) -> None:
-        """Merge popped tasks into the pending map; pause the table when the map is full."""
+    def accept(self, tasks: list[KeyOpFieldsValues], seq: int | None = None) -> None:
+        """Merge popped tasks (of in-flight batch `seq`) into the pending map; pause the table
+        when the map is full."""
         self.stats.popped += len(tasks)
-        self.pending.add_many(tasks)
+        self.pending.add_many(tasks, seq)
         self._wakeup.set()
-        if len(self.pending) >= self.pending_limit and not self.consumer.paused:
-            self.consumer.paused = True
+        if len(self.pending) >= self.pending_limit and not self.paused:
+            self.paused = True
+            self._select.pause(self.consumer)
             self._log.warning(
                 "table paused: pending tasks at limit; its data waits in Redis",
                 pending=len(self.pending), limit=self.pending_limit,
@@ -193,8 +175,14 @@ class TableWorker:
         return self._task
 
     def finish(self) -> asyncio.Task[None] | None:
-        """Ask the worker to run every pending task once more (no waiting for backoff) and stop."""
+        """Shutting down: run what is pending, failed tasks again after their backoff, tasks
+        waiting on Retry once more now; the task ends when only Retry-waiting tasks are left
+        (or the daemon cancels it at shutdown_timeout). What is left stays pending."""
         self._closing = True
+        for _key, entries in self.pending.snapshot():
+            for entry in entries:
+                if entry.retry_epoch is not None:
+                    entry.not_before = 0.0
         self._wakeup.set()
         return self._task
 
@@ -206,12 +194,10 @@ class TableWorker:
         try:
             while True:
                 self._wakeup.clear()
-                if self._closing:
-                    while await self._pass(final=True) == 0.0:
-                        pass  # a batch left SETs behind the DELs it handled
-                    return
                 next_at = await self._pass()
-                if self._wakeup.is_set() or self._closing:
+                if self._closing and not self._worth_waiting():
+                    return
+                if self._wakeup.is_set():
                     continue
                 delay = None if next_at is None else next_at - self._loop.time()
                 if delay is not None and delay <= 0:
@@ -225,9 +211,14 @@ class TableWorker:
             if self._watchdog is not None:
                 self._watchdog.cancel()
 
+    def _worth_waiting(self) -> bool:
+        """At shutdown: whether a pending task may still succeed without new data (not yet run,
+        or failed and waiting for its backoff); Retry-waiting tasks had their last chance."""
+        return any(e.retry_epoch is None for _key, entries in self.pending.snapshot() for e in entries)
+
     # -- one pass over the pending map --------------------------------------------------
 
-    async def _pass(self, final: bool = False) -> float | None:
+    async def _pass(self) -> float | None:
         """Run each key's next task if it may run now. Returns when to look again: a loop time,
         0.0 for at once (a key has another task ready), None when nothing is pending."""
         time = self._loop.time
@@ -243,7 +234,7 @@ class TableWorker:
                 if not entries:
                     break
                 entry = entries[0]
-                if not final and entry.not_before > time() and (
+                if entry.not_before > time() and (
                     entry.retry_epoch is None or entry.retry_epoch == self.runtime.epoch
                 ):
                     self._runs_again_at(entry)
@@ -253,6 +244,7 @@ class TableWorker:
                 if batch:
                     heads.append(entry)
                     if len(heads) >= self.orch.batch_size:
+                        done += len(heads)
                         again |= await self._run_batch(heads)
                         heads = []
                     break
@@ -266,11 +258,14 @@ class TableWorker:
             else:
                 again |= key in pending
         if heads:
+            done += len(heads)
             again |= await self._run_batch(heads)
-        if self.consumer.paused and len(pending) < self.resume_below:
-            self.consumer.paused = False
+        if self.paused and len(pending) < self.resume_below:
+            self.paused = False
             self._log.info("table resumed", pending=len(pending))
-            self._on_resume()
+            self._select.resume(self.consumer)
+        if done:
+            self.on_progress()
         if again:
             return 0.0
         return self._next_at if pending else None
@@ -336,6 +331,7 @@ class TableWorker:
         finally:
             self._end()
         self.stats.handled += 1
+        self.pending.done(entry)
         return True
 
     async def _run_batch(self, entries: list[Entry]) -> bool:
@@ -362,6 +358,7 @@ class TableWorker:
         for entry, outcome in zip(entries, outcomes):
             if outcome is None:
                 self.stats.handled += 1
+                self.pending.done(entry)
                 again |= entry.task.key in self.pending
             elif isinstance(outcome, Retry):
                 self._retry(entry, outcome, epoch)
@@ -397,6 +394,7 @@ class TableWorker:
                 "task dead-lettered", key=task.key, op=task.op, attempts=entry.attempts,
                 reason=reason, exc_info=exc_info,
             )
+            self.pending.done(entry)
             self._on_dead_letter(self, task, reason)
             return
         delay = min(retry.backoff_max, retry.backoff_initial * 2 ** (entry.attempts - 1))
@@ -422,15 +420,17 @@ def make_consumer(
     *, enable_keyspace_events: bool = False,
 ) -> Consumer:
     """The consumer of one configured table. State tables report delete-then-set exactly, so a
-    capture replays exactly and the pending map sees what really happened. After a full batch the
-    next pop runs in Redis while the daemon handles this one (prefetch); shutdown settles it. Pops
-    are journaled under a key of this consumer alone, so a batch whose reply was lost with its
-    connection is recovered. Subscriber tables read Redis themselves and lose nothing to a pop."""
+    capture replays exactly and the pending map sees what really happened; state and queue
+    tables are popped through a ReliablePop. Subscriber tables read Redis themselves and lose
+    nothing to a pop; notifications are pushed, never stored (at most once)."""
     if kind == "subscriber":
-        return SubscriberConsumer(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
+        return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
     if kind == "notification":
-        return NotificationsConsumer(db, table, pop_batch_size, priority)
-    journal = f"_SWSSD_POP_JOURNAL:{table}:{uuid.uuid4().hex}"
+        return NotificationConsumer(db, table, pop_batch_size, priority)
     if kind == "state":
-        return StateConsumer(db, table, pop_batch_size, priority, track_deletes=True, prefetch=True, journal=journal)
-    return QueueConsumer(db, table, pop_batch_size, priority, prefetch=True, journal=journal)
+        return ConsumerStateTable(db, table, pop_batch_size, priority, track_deletes=True)
+    return ConsumerTable(db, table, pop_batch_size, priority)
+
+
+def _nothing() -> None:
+    """The default of callbacks nobody set."""

@@ -1,0 +1,86 @@
+-- swssd's daemon variant of consumer_state_table_pops.lua: the same changes to Redis for every
+-- entry it delivers (reported as the tracked variant does: {key, fieldvalues, delete pending}),
+-- plus what a daemon needs so that no popped change is lost:
+-- * the delivered batch is added to the in-flight hash KEYS[4] under a new sequence number (from
+--   HINCRBY of its field 'seq'), in this same call, so a crashed daemon or a lost reply loses nothing;
+-- * a wrong-type staging hash or table entry costs that entry, not the batch: it is set aside
+--   (a JSON record on the dead-letter list KEYS[5], capped at ARGV[3]) and the rest is delivered;
+-- * a wrong-type key set or delete set is refused before anything is popped.
+-- KEYS: key set, 'TABLE<sep>', delete set, in-flight hash, dead-letter list
+-- ARGV: pop batch size, state prefix, dead-letter list cap, excerpt bytes
+-- Reply: {seq, more, entries, set aside}: seq of this batch (the counter when nothing was
+-- delivered), 1 when the key set holds more, the entries, the records set aside.
+redis.replicate_commands()
+local expected = {{KEYS[1], 'set'}, {KEYS[3], 'set'}, {KEYS[4], 'hash'}, {KEYS[5], 'list'}}
+for _, e in ipairs(expected) do
+   local t = redis.call('TYPE', e[1])['ok']
+   if t ~= 'none' and t ~= e[2] then
+      return redis.error_reply('WRONGTYPE ' .. e[1] .. ' is a ' .. t .. ', not a ' .. e[2])
+   end
+end
+local ret = {}
+local dead = {}
+local tablename = KEYS[2]
+local stateprefix = ARGV[2]
+local limit = tonumber(ARGV[4])
+local function excerpt(key)
+   local t = redis.call('TYPE', key)['ok']
+   if t == 'string' then
+      return t, redis.call('GETRANGE', key, 0, limit - 1)
+   end
+   return t, ''
+end
+local function flat_excerpt(fieldvalues)
+   return string.sub(table.concat(fieldvalues, ' '), 1, limit)
+end
+local keys = redis.call('SPOP', KEYS[1], ARGV[1])
+for i = 1, #keys do
+   local key = keys[i]
+   local num = redis.call('SREM', KEYS[3], key)
+   if num == 1 then
+      redis.call('DEL', tablename..key)
+   end
+   local staging = stateprefix..tablename..key
+   local fieldvalues = redis.pcall('HGETALL', staging)
+   if fieldvalues['err'] then
+      local t, value = excerpt(staging)
+      table.insert(dead, cjson.encode({key = key, op = 'SET', value = value,
+         reason = staging .. ' is a ' .. t .. ', not a hash'}))
+      redis.call('DEL', staging)
+      if num == 1 then
+         table.insert(ret, {key, {}, 1})
+      end
+   else
+      local ok = true
+      for j = 1, #fieldvalues, 2 do
+         local r = redis.pcall('HSET', tablename..key, fieldvalues[j], fieldvalues[j + 1])
+         if type(r) == 'table' and r['err'] then
+            local t = excerpt(tablename..key)
+            table.insert(dead, cjson.encode({key = key, op = 'SET', value = flat_excerpt(fieldvalues),
+               reason = tablename..key .. ' is a ' .. t .. ', not a hash'}))
+            ok = false
+            break
+         end
+      end
+      if ok then
+         table.insert(ret, {key, fieldvalues, num})
+      end
+      redis.call('DEL', staging)
+   end
+end
+local seq
+if #ret > 0 then
+   seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
+   redis.call('HSET', KEYS[4], seq, cjson.encode(ret))
+else
+   seq = tonumber(redis.call('HGET', KEYS[4], 'seq') or '0')
+end
+if #dead > 0 then
+   redis.call('RPUSH', KEYS[5], unpack(dead))
+   redis.call('LTRIM', KEYS[5], -tonumber(ARGV[3]), -1)
+end
+local more = 0
+if redis.call('SCARD', KEYS[1]) > 0 then
+   more = 1
+end
+return {seq, more, ret, dead}

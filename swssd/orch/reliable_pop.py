@@ -1,0 +1,332 @@
+"""The daemon's pop of a state or queue table, such that no popped change is lost.
+
+One object per table, with one job: move changes from the table's Redis channel into the table's
+pending map so that each stays durable in Redis until its task is done. It owns
+
+- the in-flight record `_SWSSD_INFLIGHT:<instance>:<TABLE>`, a hash the pop script appends each
+  popped batch to, in the same call that pops it (field = the batch's sequence number from HINCRBY
+  of the field `seq`, value = the batch as JSON). Batches older than every task not yet done
+  (`PendingMap.low_water()`) are removed in batches, at most every `clear_delay` seconds; when a
+  task held back (Retry) keeps more than `compact_after` batches alive, they are replaced by one
+  snapshot of the whole pending map, stored under the oldest of them, so replaying the record in
+  sequence order still applies everything in the order it happened;
+- recovery: a pop whose reply was lost (its connection dropped after Redis ran it) left its
+  batch in the record; every reply says the newest sequence number, and batches newer than the
+  last one handed over are read back before anything else. At start, take_over() hands over
+  what a previous run of the same instance left (a crash, or tasks shutdown could not finish);
+- prefetch: after a batch that left more data behind, the next pop is sent at once and runs in
+  Redis while the daemon handles this one; settle() hands it over at shutdown;
+- entries the script sets aside (malformed ops, wrong-type keys): counted and logged with a bounded
+  excerpt; the records stay on the list `_SWSSD_DEAD:<instance>:<TABLE>` (the newest `DEAD_CAP`).
+
+After a crash a task may be handed to its handler again (at-least-once); none is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import structlog
+from redis.exceptions import RedisError, ResponseError
+
+from ..consumer_state_table import ConsumerStateTable
+from ..consumer_table import ConsumerTable
+from ..fields import DEL_COMMAND, KeyOpFieldsValues
+from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
+from .pending import PendingMap
+
+log = structlog.get_logger("swssd.daemon")
+
+#: Records kept on a table's dead-letter list (the newest).
+DEAD_CAP = 1000
+#: Bytes of a value kept in a set-aside record and in its log line.
+EXCERPT = 512
+#: The in-flight hash's field holding the last sequence number given out.
+SEQ_FIELD = "seq"
+
+
+def inflight_key(instance: str, table: str) -> str:
+    """The in-flight record of `table` for daemon instance `instance`."""
+    return f"_SWSSD_INFLIGHT:{instance}:{table}"
+
+
+def dead_key(instance: str, table: str) -> str:
+    """Where `table`'s set-aside entries are kept for inspection."""
+    return f"_SWSSD_DEAD:{instance}:{table}"
+
+
+class Batch(NamedTuple):
+    """Tasks popped together, and their batch's sequence number in the in-flight record."""
+
+    seq: int
+    tasks: list[KeyOpFieldsValues]
+
+
+class ReliablePop:
+    """Pops one state (`ConsumerStateTable`, tracked deletes) or queue (`ConsumerTable`) table
+    through swssd's reliable pop scripts into `pending`. See the module docstring."""
+
+    def __init__(
+        self,
+        consumer: ConsumerStateTable | ConsumerTable,
+        pending: PendingMap,
+        *,
+        instance: str,
+        compact_after: int = 256,
+        clear_delay: float = 0.05,
+        on_set_aside: Callable[[int], None] = lambda n: None,
+    ) -> None:
+        self.consumer = consumer
+        self.pending = pending
+        self.db = consumer.db
+        self.table = consumer.name
+        self.record = inflight_key(instance, consumer.name)
+        self.dead = dead_key(instance, consumer.name)
+        self.compact_after = compact_after
+        self.clear_delay = clear_delay
+        self._on_set_aside = on_set_aside
+        if isinstance(consumer, ConsumerStateTable):
+            consumer.track_deletes = True
+            self._script = CST_POPS_RELIABLE
+            self._keys = [consumer.key_set, consumer.name + consumer.separator, consumer.del_set, self.record, self.dead]
+            self._args: list[str | int] = [consumer.pop_batch_size, consumer.state_prefix, DEAD_CAP, EXCERPT]
+            self._encode: Callable[[list[KeyOpFieldsValues]], str] = _encode_state
+        else:
+            self._script = CT_POPS_RELIABLE
+            self._keys = [consumer.op_queue, consumer.name, self.record, self.dead]
+            self._args = [consumer.pop_batch_size, 1 if consumer.modify_redis else 0, DEAD_CAP, EXCERPT]
+            self._encode = _encode_queue
+        #: the newest sequence number handed over (or found at take-over)
+        self.last_seq = 0
+        #: sequence numbers of the batches in the record, oldest first
+        self._kept: deque[int] = deque()
+        self._prefetch: asyncio.Future[list[Any]] | None = None
+        self._prefetch_started = 0
+        #: a pop failed: Redis may have run it, so the record is read before popping again
+        self._unsure = False
+        self._progress = asyncio.Event()
+        self._clearer: asyncio.Task[None] | None = None
+        #: batches read back from the record after their reply was lost
+        self.recovered = 0
+        self.compactions = 0
+
+    @property
+    def kept(self) -> int:
+        """Batches of this table in the in-flight record."""
+        return len(self._kept)
+
+    # -- start --------------------------------------------------------------------------
+
+    async def take_over(self) -> list[Batch]:
+        """What an earlier run of this instance left in the record, oldest first: hand it to the
+        pending map before popping (and before reconcile). Starts the clearing task."""
+        raw = await self.db.redis.hgetall(self.record)
+        self.last_seq = int(raw.pop(SEQ_FIELD, 0) or 0)
+        batches = [Batch(seq, self._parse(raw[field])) for seq, field in sorted((int(f), f) for f in raw)]
+        self._kept.extend(b.seq for b in batches)
+        if batches:
+            self._progress.set()
+        self.start()
+        return batches
+
+    def start(self) -> None:
+        """Start the task that removes finished batches from the record."""
+        if self._clearer is None:
+            self._clearer = asyncio.ensure_future(self._clear_loop())
+
+    # -- popping ------------------------------------------------------------------------
+
+    async def pop(self) -> list[Batch]:
+        """The next batch, or the batches whose reply was lost after a failed pop; raises what
+        Redis raised (the batch, if Redis ran the pop, is read back by the next call)."""
+        try:
+            if self._unsure:
+                return await self._recover()
+            if self._prefetch is not None:
+                started = self._prefetch_started
+                reply = await self._await_prefetch()
+            else:
+                started = self.consumer.pop_started()
+                reply = await self._send()
+            out = await self._hand_over(reply)
+        except ResponseError:
+            raise  # refused (the script checks before it changes anything): nothing was popped
+        except (RedisError, OSError):
+            self._unsure = True
+            raise
+        more = bool(reply[1])
+        self.consumer.pop_finished(started, more)
+        if more:
+            self._prefetch_started = self.consumer.pop_started()
+            self._prefetch = asyncio.ensure_future(self._send())
+            self.consumer.pop_finished(self._prefetch_started, True)  # ready until it is handed over
+        return out
+
+    async def settle(self) -> list[Batch]:
+        """At shutdown: the batch a prefetched pop took, or what failed pops left in the record."""
+        if self._unsure:
+            return await self._recover()
+        if self._prefetch is None:
+            return []
+        try:
+            return await self._hand_over(await self._await_prefetch())
+        except ResponseError:
+            raise
+        except (RedisError, OSError):
+            self._unsure = True
+            raise
+
+    async def _recover(self) -> list[Batch]:
+        """After a failed pop: the batches Redis recorded beyond the last one handed over."""
+        out = await self._read_back(int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0))
+        self._unsure = False
+        self.consumer.notify()  # look again: the failed pop may not have run at all
+        return out
+
+    async def _hand_over(self, reply: list[Any]) -> list[Batch]:
+        """The batches of one pop reply: any lost before it (a gap in the sequence), then its own."""
+        seq, _more, entries, set_aside = reply
+        if set_aside:
+            self._set_aside(set_aside)
+        if not entries:
+            return await self._read_back(seq)
+        tasks = self.consumer.parse(entries)
+        out = await self._read_back(seq - 1)
+        out.append(self._keep(seq, tasks))
+        return out
+
+    async def _send(self) -> list[Any]:
+        # Never resent on a dropped connection: Redis may have run it (then the record has it).
+        return await self.db.evalsha(self._script, self._keys, self._args, resend=False)  # type: ignore[no-any-return]
+
+    async def _await_prefetch(self) -> list[Any]:
+        """The prefetched pop's reply; shielded, so a cancelled caller leaves it for the next call."""
+        task = self._prefetch
+        assert task is not None
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._prefetch = None
+
+    async def _read_back(self, newest: int) -> list[Batch]:
+        """Batches after the last one handed over, up to `newest`: pops whose reply was lost.
+        Nothing changes here until the read succeeded."""
+        if newest <= self.last_seq:
+            return []
+        seqs = list(range(self.last_seq + 1, newest + 1))
+        values = await self.db.redis.hmget(self.record, [str(s) for s in seqs])
+        out: list[Batch] = []
+        for seq, value in zip(seqs, values):
+            if value is not None:
+                self.recovered += 1
+                batch = self._keep(seq, self._parse(value))
+                log.warning("pop recovered", db=self.db.name, table=self.table, seq=seq, tasks=len(batch.tasks))
+                out.append(batch)
+        self.last_seq = max(self.last_seq, newest)
+        return out
+
+    def _keep(self, seq: int, tasks: list[KeyOpFieldsValues]) -> Batch:
+        self._kept.append(seq)
+        self.last_seq = max(self.last_seq, seq)
+        return Batch(seq, tasks)
+
+    def _parse(self, value: str) -> list[KeyOpFieldsValues]:
+        return self.consumer.parse(json.loads(value))
+
+    def _set_aside(self, records: list[str]) -> None:
+        self._on_set_aside(len(records))
+        for raw in records:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = {"value": raw[:EXCERPT]}
+            log.error(
+                "entry set aside: not a valid change", db=self.db.name, table=self.table,
+                key=str(record.get("key", ""))[:EXCERPT], op=str(record.get("op", ""))[:EXCERPT],
+                value=str(record.get("value", ""))[:EXCERPT], reason=record.get("reason"), kept_in=self.dead,
+            )
+
+    # -- clearing -----------------------------------------------------------------------
+
+    def progress(self) -> None:
+        """Tasks were done: finished batches may be removed (soon, together with others)."""
+        if self._kept:
+            self._progress.set()
+
+    async def _clear_loop(self) -> None:
+        delay = self.clear_delay
+        while True:
+            await self._progress.wait()
+            await asyncio.sleep(delay)
+            self._progress.clear()
+            try:
+                await self.clear()
+                delay = self.clear_delay
+            except (RedisError, OSError):
+                self._progress.set()  # try again; the pops report the outage
+                delay = min(delay * 2, 2.0)
+
+    async def clear(self) -> None:
+        """Remove the batches no task still needs; compact the record when it keeps too many."""
+        low = self.pending.low_water()
+        limit = self.last_seq + 1 if low is None else low
+        kept = self._kept
+        drop: list[int] = []
+        while kept and kept[0] < limit:
+            drop.append(kept.popleft())
+        if drop:
+            try:
+                await self.db.redis.hdel(self.record, *map(str, drop))
+            except BaseException:
+                kept.extendleft(reversed(drop))  # removing them again is harmless
+                raise
+        if len(kept) > self.compact_after:
+            await self._compact()
+
+    async def _compact(self) -> None:
+        """Replace every kept batch by one snapshot of the tasks not done, stored under the oldest
+        batch's number: older than any batch popped meanwhile, so order holds on replay."""
+        replaced = list(self._kept)
+        low = replaced[0]
+        snapshot = self._encode([e.task for e in self.pending.live()])
+        self.pending.rebase(low)  # safe whether or not the transaction below lands
+        replies = await self.db.execute_many([
+            ("MULTI",), ("HDEL", self.record, *map(str, replaced[1:])), ("HSET", self.record, str(low), snapshot),
+            ("EXEC",),
+        ])
+        if isinstance(replies[-1], Exception) or replies[-1] is None:
+            raise RedisError(f"in-flight record not compacted: {replies[-1]}")
+        gone = set(replaced[1:])
+        self._kept = deque(s for s in self._kept if s not in gone)
+        self.compactions += 1
+        log.info("in-flight record compacted", db=self.db.name, table=self.table, batches=len(replaced),
+                 tasks=len(self.pending.live()))
+
+    async def close(self, timeout: float) -> None:
+        """Remove what is finished (bounded by `timeout`) and stop the clearing task. Batches of
+        tasks not done stay in the record for the next start."""
+        if self._clearer is not None:
+            self._clearer.cancel()
+            await asyncio.wait((self._clearer,))
+            self._clearer = None
+        try:
+            await asyncio.wait_for(self.clear(), timeout)
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.warning("in-flight record not cleared; the next start hands its batches over again",
+                        db=self.db.name, table=self.table, error=str(exc))
+
+
+def _encode_state(tasks: list[KeyOpFieldsValues]) -> str:
+    """Tasks as a state pop reply (each one entry: a DEL has no fields)."""
+    return json.dumps([[t.key, [x for fv in t.fvs for x in fv] if t.op != DEL_COMMAND else [], 0] for t in tasks],
+                      ensure_ascii=False)
+
+
+def _encode_queue(tasks: list[KeyOpFieldsValues]) -> str:
+    """Tasks as a queue pop reply: [key, op, field, value, ...]."""
+    return json.dumps([[t.key, t.op, *(x for fv in t.fvs for x in fv)] for t in tasks], ensure_ascii=False)

@@ -1,0 +1,215 @@
+"""The daemon with reliable pops: poison entries, refused pops, the instance lease, shutdown that
+keeps what it could not finish, take-over at the next start (in-process, and `swssd run`)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, ProducerTable, Retry
+from swssd.embedded_redis import EmbeddedRedis
+from swssd.errors import ConfigError
+from swssd.orch.daemon import Daemon
+from swssd.orch.reliable_pop import dead_key, inflight_key
+from test_daemon_core import db_config, eventually, make_config, start_daemon, table  # noqa: F401 - fixtures
+
+MODULE = __name__
+
+
+class KeepingOrch(Orch):
+    """Keeps every task; keys starting with `hold` raise Retry until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handled: list[tuple[str, KeyOpFieldsValues]] = []
+        self.release = False
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("hold") and not (self.release or self.options.get("release")):
+            raise Retry("held")
+        self.handled.append((table, task))
+
+
+def orch_of(daemon: Daemon) -> KeepingOrch:
+    return daemon.runtimes[0].orch  # type: ignore[return-value]
+
+
+async def test_one_bad_queue_entry_among_1000_costs_that_entry(
+    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+) -> None:
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("PQ", kind="queue")]}])
+    producer = ProducerTable(db, "PQ", buffered=True)
+    bad = (["junk"], ["k-null", "null", "Sset"], ["k-x", '[["x"]]', "Sset"], ["k-op", "[]", "Sbogus"])
+    for i in range(1000):
+        await producer.set(f"k{i}", [("f", str(i))])
+        if i % 250 == 100:
+            await producer.flush()
+            await db.redis.lpush("PQ_KEY_VALUE_OP_QUEUE", *bad[i // 250])
+    await producer.flush()
+    with capture_logs() as logs:
+        daemon = await start_daemon(config)
+        await eventually(lambda: len(orch_of(daemon).handled) >= 1000)
+    keys = [t.key for _, t in orch_of(daemon).handled]
+    assert keys == [f"k{i}" for i in range(1000)], "every valid op, once, in order"
+    worker = daemon.workers[0]
+    assert worker.stats.set_aside == 4
+    aside = [e for e in logs if e["event"] == "entry set aside: not a valid change"]
+    assert len(aside) == 4 and all(e["table"] == "PQ" and len(e["value"]) <= 512 for e in aside)
+    assert await db.redis.llen(dead_key("swssd", "PQ")) == 4
+    assert not [e for e in logs if "unreachable" in e["event"]]
+
+
+async def test_wrong_type_staging_key_costs_that_key(db: DBConnector, db_config: Path, start_daemon: Any) -> None:  # noqa: F811
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("PORT_TABLE")]}])
+    await ProducerStateTable(db, "PORT_TABLE").set_many([(f"Ethernet{i}", [("mtu", "9100")]) for i in range(100)])
+    await db.redis.delete("_PORT_TABLE:x")
+    await db.redis.sadd("PORT_TABLE_KEY_SET", "x")
+    await db.redis.set("_PORT_TABLE:x", "str")
+    daemon = await start_daemon(config)
+    await eventually(lambda: len(orch_of(daemon).handled) == 100)
+    await asyncio.sleep(0.1)
+    assert {t.key for _, t in orch_of(daemon).handled} == {f"Ethernet{i}" for i in range(100)}
+    assert daemon.workers[0].stats.set_aside == 1
+    assert await db.redis.scard("PORT_TABLE_KEY_SET") == 0
+
+
+async def test_wrong_type_key_set_pauses_that_table_only_until_fixed(
+    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+) -> None:
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch",
+                                      "tables": [table("BROKEN"), table("FINE", kind="queue")]}])
+    await db.redis.set("BROKEN_KEY_SET", "not a set")
+    with capture_logs() as logs:
+        daemon = await start_daemon(config)
+        await ProducerTable(db, "FINE").set("a", [("f", "v")])
+        await eventually(lambda: ("FINE", ("a", "SET", [("f", "v")])) in orch_of(daemon).handled)
+        await eventually(lambda: daemon.workers[0].stats.pop_errors >= 2)
+        refused = [e for e in logs if e["event"].startswith("pop refused by Redis")]
+        assert refused and refused[0]["table"] == "BROKEN" and "WRONGTYPE" in refused[0]["error"]
+        assert len(refused) == 1, "logged once per health_interval"
+        assert daemon.redis_up, "a refused pop is not an unreachable Redis"
+        await db.redis.delete("BROKEN_KEY_SET")
+        await ProducerStateTable(db, "BROKEN").set("k", [("f", "v")])
+        await eventually(lambda: ("BROKEN", ("k", "SET", [("f", "v")])) in orch_of(daemon).handled, timeout=15)
+    assert any(e["event"] == "table popped again" for e in logs)
+    assert not [e for e in logs if "unreachable" in e["event"]]
+
+
+async def test_a_second_daemon_with_the_same_instance_is_refused(
+    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+) -> None:
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("LEASED")]}])
+    first = await start_daemon(config)
+    assert first.ready.is_set()
+    second = Daemon(config, handle_signals=False)
+    with pytest.raises(ConfigError, match="daemon.instance.*in use by"):
+        await asyncio.wait_for(second.run(), 20)
+    other = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("OTHER")]}],
+                        daemon={"instance": "second"})
+    assert (await start_daemon(other)).ready.is_set()
+
+
+async def test_shutdown_keeps_what_it_could_not_finish_and_the_next_start_runs_it_first(
+    db: DBConnector, db_config: Path
+) -> None:
+    tables = [table("HELD", reconcile=True), table("HELDQ", kind="queue")]
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables}],
+                         daemon={"shutdown_timeout": 2.0})
+    daemon = Daemon(config, handle_signals=False)
+    run = asyncio.ensure_future(daemon.run())
+    await asyncio.wait_for(daemon.ready.wait(), 20)
+    state, queue = ProducerStateTable(db, "HELD"), ProducerTable(db, "HELDQ")
+    await state.set("hold1", [("f", "1")])
+    await state.set("ok", [("f", "1")])
+    await queue.set("hold2", [("f", "2")])
+    await queue.delete("holdq")
+    await eventually(lambda: len(orch_of(daemon).handled) == 1 and daemon.pending_count == 3)
+    await state.delete("hold1")  # a DEL popped but not handled: reconcile could never bring it back
+    await eventually(lambda: daemon.workers[0].stats.popped == 3)
+    with capture_logs() as logs:
+        daemon.stop()
+        assert await asyncio.wait_for(run, 30) == 0
+    (left,) = [e for e in logs if e["event"].startswith("stopped with tasks not handled")]
+    assert "in-flight record" in left["event"] and left["tasks"] == 3
+    assert not [e for e in logs if "reconcile = true" in e["event"]]
+    assert len(await db.redis.hkeys(inflight_key("swssd", "HELD"))) >= 2
+
+    released = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables,
+                                        "options": {"release": True}}])
+    again = Daemon(released, handle_signals=False)
+    run = asyncio.ensure_future(again.run())
+    with capture_logs() as logs:
+        await asyncio.wait_for(again.ready.wait(), 20)
+    orch = orch_of(again)
+    await eventually(lambda: len(orch.handled) == 4)
+    handled = [(t, task.key, task.op) for t, task in orch.handled]
+    assert ("HELD", "hold1", "DEL") in handled and ("HELD", "hold1", "SET") not in handled
+    assert [h for h in handled if h[0] == "HELDQ"] == [("HELDQ", "hold2", "SET"), ("HELDQ", "holdq", "DEL")]
+    assert handled.index(("HELD", "hold1", "DEL")) < handled.index(("HELD", "ok", "SET")), "taken over first"
+    assert [e for e in logs if e["event"].startswith("in-flight tasks taken over")]
+    again.stop()
+    assert await asyncio.wait_for(run, 30) == 0
+    for name in ("HELD", "HELDQ"):
+        assert await db.redis.hkeys(inflight_key("swssd", name)) == ["seq"]
+
+
+# -- as a process ---------------------------------------------------------------------------
+
+
+def test_wrong_type_keys_at_start_are_logged_and_the_daemon_keeps_running(
+    clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    import redis
+
+    r = redis.Redis.from_url(clean_redis.url, db=0, decode_responses=True)
+    r.set("BADSET_KEY_SET", "not a set")
+    r.hset("RECON:good", "f", "v")
+    r.set("RECON:bad", "not a hash")
+    records = tmp_path / "records.jsonl"
+    config = {"orchs": [{"plugin": "orch_plugins:RecordingOrch", "options": {"record": str(records)},
+                         "tables": [{"db": "APPL_DB", "table": "BADSET"},
+                                    {"db": "APPL_DB", "table": "RECON", "reconcile": True}]}]}
+    daemon = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "log")
+    try:
+        daemon.wait_ready()
+        (skipped,) = daemon.wait_for_log("reconcile: entry skipped, not a hash")
+        assert skipped["key"] == "RECON:bad"
+        refused = daemon.wait_for_log("pop refused by Redis; the table is not popped until this is fixed")
+        assert refused[0]["table"] == "BADSET" and "WRONGTYPE" in refused[0]["error"]
+        assert wait_until(lambda: ["RECON", "good", "SET", [["f", "v"]]] in
+                          [[t, k, o, [list(fv) for fv in f]] for t, k, o, f in read_records(records)], 10)
+        assert daemon.proc.poll() is None, "still running"
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_second_daemon_of_one_instance_exits_2_with_one_line(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    config = {"orchs": [{"plugin": "orch_plugins:RecordingOrch", "options": {"record": str(records)},
+                         "tables": [{"db": "APPL_DB", "table": "ONE"}]}]}
+    first = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "log1")
+    try:
+        first.wait_ready()
+        second = DaemonProcess(write_config(tmp_path, clean_redis, config, "second.toml"), tmp_path / "log2")
+        assert second.wait(30) == 2
+        lines = [line for line in (tmp_path / "log2").read_text().splitlines() if "error" in line]
+        assert len(lines) == 1 and "daemon.instance" in lines[0] and "in use by" in lines[0], lines
+    finally:
+        assert first.stop() == 0
+    # After SIGKILL the lease names a dead process: the next start takes it over at once.
+    third = DaemonProcess(write_config(tmp_path, clean_redis, config, "third.toml"), tmp_path / "log3")
+    third.wait_ready()
+    third.signal(signal.SIGKILL)
+    third.wait(10)
+    fourth = DaemonProcess(write_config(tmp_path, clean_redis, config, "fourth.toml"), tmp_path / "log4")
+    try:
+        fourth.wait_ready()
+        assert fourth.events("instance lease taken over from a process that is gone")
+    finally:
+        assert fourth.stop() == 0

@@ -1,0 +1,313 @@
+"""The daemon's reliable pop: poison entries set aside, the in-flight record, lost replies read
+back, take-over at start, clearing and compaction.
+
+A lost reply is made deterministic by wrapping the connector's evalsha: the pop runs on the real
+server and then the error a dropped connection raises is raised instead of the reply.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+
+from swssd import ConsumerStateTable, ConsumerTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, ProducerTable, Table
+from swssd.orch.pending import PendingMap
+from swssd.orch.reliable_pop import Batch, ReliablePop, dead_key, inflight_key
+
+TRICKY = [
+    ("plain", "v"),
+    ("colon:pipe|", "a:b|c"),
+    ("newline", "line1\nline2\r\n"),
+    ("quotes", "\"double\" 'single' \\back\\slash /"),
+    ("unicode", "héllo wörld ✓ 日本 🚀"),
+    ("empty", ""),
+    ("", "empty field name"),
+    ("ctrl", "\x00\x01\x1f\x7f"),
+    ("not-utf8", "\udcff\udcfe"),
+    ("json-ish", '{"a": [1, 2]}'),
+]
+
+
+class LosesReplies:
+    """Wraps a connector's evalsha: with mode "after" the next call runs in Redis and its reply is
+    dropped; with "before" it fails before it is sent."""
+
+    def __init__(self, db: DBConnector) -> None:
+        self.original = db.evalsha
+        self.mode: str | None = None
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        mode, self.mode = self.mode, None
+        if mode == "before":
+            raise RedisConnectionError("Error 111 connecting: Connection refused.")
+        reply = await self.original(*args, **kwargs)
+        if mode == "after":
+            raise RedisConnectionError("Connection closed by server.")
+        return reply
+
+
+@pytest.fixture
+def lossy(db: DBConnector, monkeypatch: pytest.MonkeyPatch) -> LosesReplies:
+    wrapper = LosesReplies(db)
+    monkeypatch.setattr(db, "evalsha", wrapper)
+    return wrapper
+
+
+def state_pop(db: DBConnector, name: str = "T", batch: int = 128, **kw: Any) -> ReliablePop:
+    return ReliablePop(ConsumerStateTable(db, name, batch, track_deletes=True), PendingMap(), instance="test", **kw)
+
+
+def queue_pop(db: DBConnector, name: str = "Q", batch: int = 128, **kw: Any) -> ReliablePop:
+    return ReliablePop(ConsumerTable(db, name, batch), PendingMap(), instance="test", **kw)
+
+
+async def drain(source: ReliablePop) -> list[Batch]:
+    """Pop until nothing is left; each batch goes to the pending map as the daemon does."""
+    out: list[Batch] = []
+    while True:
+        batches = await source.pop()
+        for b in batches:
+            source.pending.add_many(b.tasks, b.seq)
+        out += batches
+        if not batches and not source.consumer.ready:
+            return out
+
+
+def tasks_of(batches: list[Batch]) -> list[KeyOpFieldsValues]:
+    return [t for b in batches for t in b.tasks]
+
+
+def finish_all(pending: PendingMap) -> None:
+    for key, entries in pending.snapshot():
+        for _ in list(entries):
+            pending.done(pending.take(key))
+
+
+# -- poison entries -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [
+    ["junk"],                                   # one stray element: shifts every triple after it
+    ["k-null", "null", "Sset"],                 # JSON, but not an array
+    ["k-nested", '[["x"]]', "Sset"],            # an array of arrays
+    ["k-odd", '["a"]', "Sset"],                 # an odd number of strings
+    ["k-op", '["a","b"]', "Snosuchop"],         # an op the C++ script does not know
+    ["k-prefix", '["a","b"]', "Xset"],          # neither S nor D
+    ["junk1", "junk2"],                         # two strays
+    ["a", "b", "c", "d"],                       # a bad triple and a stray
+])
+async def test_a_bad_queue_entry_costs_that_entry_only(db: DBConnector, bad: list[str]) -> None:
+    producer = ProducerTable(db, "Q", buffered=True)
+    for i in range(500):
+        await producer.set(f"k{i}", [("f", str(i))])
+    await producer.flush()
+    await db.redis.lpush("Q_KEY_VALUE_OP_QUEUE", *bad)
+    for i in range(500, 1000):
+        await producer.set(f"k{i}", [("f", str(i))])
+    await producer.flush()
+    set_aside: list[int] = []
+    source = queue_pop(db, on_set_aside=set_aside.append)
+    source.consumer.notify()
+    got = tasks_of(await drain(source))
+    assert got == [KeyOpFieldsValues(f"k{i}", "SET", [("f", str(i))]) for i in range(1000)], "all, in order"
+    records = [json.loads(r) for r in await db.redis.lrange(dead_key("test", "Q"), 0, -1)]
+    assert sum(set_aside) == len(records) >= 1
+    assert all(r["reason"] for r in records)
+    assert await db.redis.llen("Q_KEY_VALUE_OP_QUEUE") == 0
+    assert await Table(db, "Q").get("k999") == [("f", "999")], "valid ops applied as the C++ script does"
+
+
+async def test_queue_of_only_bad_entries_and_a_bounded_excerpt(db: DBConnector) -> None:
+    await db.redis.lpush("Q_KEY_VALUE_OP_QUEUE", "k", "x" * 5000, "Sset")
+    source = queue_pop(db)
+    source.consumer.notify()
+    assert tasks_of(await drain(source)) == []
+    (record,) = [json.loads(r) for r in await db.redis.lrange(dead_key("test", "Q"), 0, -1)]
+    assert record["key"] == "k" and record["op"] == "Sset" and len(record["value"]) == 512
+
+
+async def test_wrong_type_table_entry_of_a_queue_is_set_aside(db: DBConnector) -> None:
+    producer = ProducerTable(db, "Q")
+    await db.redis.set("Q:bad", "str")
+    for key in ("a", "bad", "b"):
+        await producer.set(key, [("f", "v")])
+    source = queue_pop(db)
+    source.consumer.notify()
+    assert [t.key for t in tasks_of(await drain(source))] == ["a", "b"]
+    assert await db.redis.llen(dead_key("test", "Q")) == 1
+
+
+async def test_wrong_type_staging_hash_costs_that_key_only(db: DBConnector) -> None:
+    producer = ProducerStateTable(db, "T")
+    await producer.set_many([(f"k{i}", [("f", str(i))]) for i in range(50)])
+    await db.redis.delete("_T:k7")
+    await db.redis.set("_T:k7", "str")
+    await db.redis.delete("T:k8")
+    await db.redis.set("T:k8", "table entry, not a hash")
+    set_aside: list[int] = []
+    source = state_pop(db, on_set_aside=set_aside.append)
+    source.consumer.notify()
+    got = sorted(t.key for t in tasks_of(await drain(source)))
+    assert got == sorted(f"k{i}" for i in range(50) if i not in (7, 8))
+    assert sum(set_aside) == 2
+    assert not await db.redis.exists("_T:k7"), "the staging key is removed, so it cannot loop"
+    records = {r["key"]: r for r in map(json.loads, await db.redis.lrange(dead_key("test", "T"), 0, -1))}
+    assert records["k7"]["value"] == "str" and "not a hash" in records["k7"]["reason"]
+    assert "T:k8" in records["k8"]["reason"]
+
+
+@pytest.mark.parametrize("kind", ["state", "queue"])
+async def test_wrong_type_key_set_or_queue_is_refused_and_nothing_popped(db: DBConnector, kind: str) -> None:
+    key = "T_KEY_SET" if kind == "state" else "Q_KEY_VALUE_OP_QUEUE"
+    await db.redis.set(key, "str")
+    source = state_pop(db) if kind == "state" else queue_pop(db)
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await source.pop()
+    assert await db.redis.get(key) == "str"
+
+
+async def test_reliable_state_pop_changes_redis_as_the_cpp_script_does(db: DBConnector) -> None:
+    """Same history on two tables, one popped by the C++ script, one reliably: same tables."""
+    for name in ("A", "B"):
+        producer = ProducerStateTable(db, name)
+        await producer.set_many([(f"k{i}", TRICKY) for i in range(5)])
+        await producer.delete("k1")
+        await producer.set("k1", [("x", "y")])
+        await producer.delete("k2")
+    while await ConsumerStateTable(db, "A").pops():
+        pass
+    source = state_pop(db, "B")
+    source.consumer.notify()
+    got = tasks_of(await drain(source))
+    assert await Table(db, "A").dump() == await Table(db, "B").dump()
+    assert ("k1", "DEL", []) in got and ("k1", "SET", [("x", "y")]) in got
+    assert sorted(k.replace("A", "B", 1) for k in await db.redis.keys("*A*")) == sorted(
+        k for k in await db.redis.keys("*B*") if not k.startswith("_SWSSD_")
+    )
+
+
+# -- the in-flight record ------------------------------------------------------------------
+
+
+async def test_each_batch_is_in_the_record_until_its_tasks_are_done(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([("k:1|x", TRICKY), ("ключ\n", [("f", "v")])])
+    source = state_pop(db)
+    source.consumer.notify()
+    batches = await drain(source)
+    assert [b.seq for b in batches] == [1]
+    record = await db.redis.hgetall(inflight_key("test", "T"))
+    assert record["seq"] == "1" and source.consumer.parse(json.loads(record["1"])) == batches[0].tasks
+    assert sorted(batches[0].tasks) == [("k:1|x", "SET", TRICKY), ("ключ\n", "SET", [("f", "v")])]
+    await source.clear()
+    assert await db.redis.hexists(inflight_key("test", "T"), "1"), "not done yet"
+    finish_all(source.pending)
+    await source.clear()
+    assert await db.redis.hkeys(inflight_key("test", "T")) == ["seq"]
+
+
+@pytest.mark.parametrize("kind", ["state", "queue"])
+async def test_a_lost_reply_is_read_back_byte_exact(db: DBConnector, lossy: LosesReplies, kind: str) -> None:
+    if kind == "state":
+        await ProducerStateTable(db, "T").set_many([("k:1|x", TRICKY), ("k2", [("f", "v")])])
+        source = state_pop(db)
+    else:
+        producer = ProducerTable(db, "Q")
+        await producer.set("k:1|x", TRICKY)
+        await producer.delete("ключ\n")
+        await producer.set("k2", [("f", "")], op="create")
+        source = queue_pop(db)
+    lossy.mode = "after"
+    with pytest.raises(RedisConnectionError):
+        await source.pop()
+    (batch,) = await source.pop()
+    assert batch.seq == 1 and source.recovered == 1
+    if kind == "state":
+        assert sorted(batch.tasks) == [("k2", "SET", [("f", "v")]), ("k:1|x", "SET", TRICKY)]
+    else:
+        assert batch.tasks == [("k:1|x", "SET", TRICKY), ("ключ\n", "DEL", []), ("k2", "create", [("f", "")])]
+    assert await source.pop() == [], "handed over once"
+
+
+async def test_a_pop_that_never_ran_recovers_nothing(db: DBConnector, lossy: LosesReplies) -> None:
+    await ProducerStateTable(db, "T").set("k", [("f", "v")])
+    source = state_pop(db)
+    lossy.mode = "before"
+    with pytest.raises(RedisConnectionError):
+        await source.pop()
+    assert await source.pop() == [], "the record is read: nothing"
+    assert source.consumer.ready
+    assert tasks_of(await source.pop()) == [("k", "SET", [("f", "v")])]
+
+
+async def test_a_gap_in_the_sequence_is_filled_in_order(db: DBConnector) -> None:
+    """A pop that ran after its caller gave up (e.g. Redis was frozen): the next reply's number
+    shows the gap, and the missing batch comes first."""
+    producer = ProducerStateTable(db, "T")
+    await producer.set("k1", [("f", "1")])
+    other = state_pop(db)  # pops under the same record, as the late pop would have
+    await other.pop()
+    await producer.set("k2", [("f", "2")])
+    source = state_pop(db)
+    batches = await source.pop()
+    assert [(b.seq, [t.key for t in b.tasks]) for b in batches] == [(1, ["k1"]), (2, ["k2"])]
+
+
+async def test_prefetch_runs_the_next_pop_and_settle_hands_it_over(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(5)])
+    source = state_pop(db, batch=2)
+    first = await source.pop()
+    assert len(tasks_of(first)) == 2 and source.consumer.ready
+    settled = await source.settle()
+    assert len(tasks_of(settled)) == 2 and [b.seq for b in settled] == [2]
+    rest = await drain(source)
+    assert sorted(t.key for t in tasks_of(first + settled + rest)) == [f"k{i}" for i in range(5)]
+
+
+async def test_take_over_hands_over_what_an_earlier_run_left_in_order(db: DBConnector) -> None:
+    producer = ProducerTable(db, "Q")
+    await producer.set("a", [("f", "1")])
+    first = queue_pop(db)
+    await first.pop()
+    await producer.delete("a")
+    await producer.set("b", [("f", "2")])
+    await first.pop()  # the process "dies" here: nothing was done
+    again = queue_pop(db)
+    batches = await again.take_over()
+    assert [b.seq for b in batches] == [1, 2]
+    assert tasks_of(batches) == [("a", "SET", [("f", "1")]), ("a", "DEL", []), ("b", "SET", [("f", "2")])]
+    assert again.last_seq == 2
+    await producer.set("c", [("f", "3")])
+    assert [b.seq for b in await again.pop()] == [3]
+
+
+async def test_a_task_held_back_forever_gets_the_record_compacted(db: DBConnector) -> None:
+    producer = ProducerStateTable(db, "T")
+    source = state_pop(db, compact_after=4)
+    pending = source.pending
+    await producer.set("held", [("f", "0")])
+    await producer.delete("gone")
+    for b in await source.pop():
+        pending.add_many(b.tasks, b.seq)
+    held = pending.take("held")  # running, never done (a Retry that never clears)
+    for i in range(1, 10):
+        await producer.set(f"k{i}", [("f", str(i))])
+        await producer.set("held", [("g", str(i))])
+        for b in await source.pop():
+            pending.add_many(b.tasks, b.seq)
+        for key in [k for k, _ in pending.snapshot() if k != "held"]:
+            pending.done(pending.take(key))
+        await source.clear()
+    record = inflight_key("test", "T")
+    fields = [f for f in await db.redis.hkeys(record) if f != "seq"]
+    assert len(fields) <= 5 and source.compactions >= 1, fields
+    replay = PendingMap()
+    for b in await state_pop(db).take_over():
+        replay.add_many(b.tasks, b.seq)
+    by_key = {t.key: t for t in replay.tasks()}
+    assert by_key["held"] == ("held", "SET", [("f", "0"), ("g", "9")]), "the held task, merged in order"
+    assert held.task == ("held", "SET", [("f", "0")])
+    assert set(by_key) <= {"held", "gone", *(f"k{i}" for i in range(1, 10))}
