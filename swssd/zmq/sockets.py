@@ -283,57 +283,78 @@ class ZmqServer:
         return self._socket.getsockopt(zmq.LAST_ENDPOINT).decode()
 
     def _drain(self) -> None:
-        """Take every message waiting off the socket (up to _BURST, then again on the next
-        loop iteration, so other tasks run in between)."""
+        """Take the messages waiting off the socket (up to _BURST, then again on the next loop
+        iteration, so other tasks run in between) and hand each consumer its changes of the
+        burst at once, in order."""
         sock = self._socket
         if sock is None:
             return
         recv = sock.recv
-        handle = self._handle
+        read = _deserialize
+        handlers = self._handlers
         again = zmq.Again
+        burst: dict[ZmqMessageHandler, list[KeyOpFieldsValues]] = {}
+        last_db = last_table = None
+        target: list[KeyOpFieldsValues] = []
+        received = 0
+        more = True
         try:
             for _ in range(_BURST):
                 try:
                     data = recv(zmq.NOBLOCK)
                 except again:
-                    return  # drained: the fd signals again when more arrives
+                    more = False  # drained: the fd signals again when more arrives
+                    break
+                received += 1
                 try:
-                    handle(data)
-                except Exception:  # noqa: BLE001 - a consumer's surprise must not stop the server
-                    log.exception("zmq message handler failed", endpoint=self._where)
+                    db_name, table_name, changes = read(data)
+                except ZmqMessageError as exc:
+                    self._malformed(data, exc)
+                    continue
+                # The reader hands out the same name objects for a run of one table's messages.
+                if table_name is not last_table or db_name is not last_db:
+                    handler = handlers.get(db_name, _NONE).get(table_name)
+                    if handler is None:
+                        self._unrouted(db_name, table_name)
+                        last_db = last_table = None
+                        continue
+                    target = burst.setdefault(handler, [])
+                    last_db, last_table = db_name, table_name
+                target += changes
         except zmq.ZMQError as exc:
+            more = False
             if exc.errno != zmq.ETERM:
                 log.error("zmq receive failed; retrying", endpoint=self._where, error=str(exc))
-                self._loop.call_later(0.1, self._drain)
-            return
-        self._loop.call_soon(self._drain)  # more may wait, and the fd will not say so
+                self._loop.call_later(0.1, self._drain)  # type: ignore[union-attr]
+        finally:
+            self.received += received
+            for handler, changes in burst.items():
+                self.changes += len(changes)
+                try:
+                    handler.handle_received(changes)
+                except Exception:  # noqa: BLE001 - a consumer's surprise must not stop the server
+                    log.exception("zmq message handler failed", endpoint=self._where)
+        if more:
+            self._loop.call_soon(self._drain)  # type: ignore[union-attr]  # more may wait, unsaid
 
-    def _handle(self, data: bytes) -> None:
-        self.received += 1
-        try:
-            db_name, table_name, changes = _deserialize(data)
-        except ZmqMessageError as exc:
-            self.malformed += 1
-            if self.malformed <= _LOG_FIRST or self.malformed % _LOG_EVERY == 0:
-                log.error(
-                    "malformed zmq message dropped",
-                    endpoint=self._where, reason=str(exc), size=len(data), malformed=self.malformed,
-                    head=data[:64].hex(),
-                )
-            return
-        handler = self._handlers.get(db_name, _NONE).get(table_name)
-        if handler is None:
-            self.dropped += 1
-            key = (db_name, table_name)
-            if key not in self._unrouted_logged and len(self._unrouted_logged) < 1000:
-                self._unrouted_logged.add(key)
-                log.warning(
-                    "zmq message for a table without consumer dropped",
-                    endpoint=self._where, db=db_name[:100], table=table_name[:100], dropped=self.dropped,
-                )
-            return
-        self.changes += len(changes)
-        handler.handle_received(changes)
+    def _malformed(self, data: bytes, exc: ZmqMessageError) -> None:
+        self.malformed += 1
+        if self.malformed <= _LOG_FIRST or self.malformed % _LOG_EVERY == 0:
+            log.error(
+                "malformed zmq message dropped",
+                endpoint=self._where, reason=str(exc), size=len(data), malformed=self.malformed,
+                head=data[:64].hex(),
+            )
+
+    def _unrouted(self, db_name: str, table_name: str) -> None:
+        self.dropped += 1
+        key = (db_name, table_name)
+        if key not in self._unrouted_logged and len(self._unrouted_logged) < 1000:
+            self._unrouted_logged.add(key)
+            log.warning(
+                "zmq message for a table without consumer dropped",
+                endpoint=self._where, db=db_name[:100], table=table_name[:100], dropped=self.dropped,
+            )
 
     async def close(self) -> None:
         """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
