@@ -28,8 +28,10 @@ from swssd.zmq.serializer import (
     MessageTooLargeError,
     ZmqMessageError,
     deserialize,
+    header,
     read_header,
     serialize,
+    serialize_one,
 )
 
 
@@ -111,6 +113,7 @@ def test_bytes_that_are_not_utf8_survive() -> None:
     raw = b"\xff\xfe\x80 ok"
     text = raw.decode("utf-8", "surrogateescape")
     data = serialize("APPL_DB", "T", [KFV(text, "SET", [("f", text)])])
+    assert serialize_one(header("APPL_DB", "T"), text, [("f", text)]) == data
     assert s(raw) + s(b"1") in data
     assert deserialize(data)[2] == [KFV(text, "SET", [("f", text)])]
 
@@ -120,6 +123,8 @@ def test_long_lengths_and_counts() -> None:
     value = "v" * 70000
     changes = [KFV(f"k{i}", "SET", [("f", value if i == 0 else "x")]) for i in range(300)]
     data = serialize("APPL_DB", "T", changes)
+    many = [(f"f{i}", "v") for i in range(1500)]  # more fields than the count cache holds
+    assert serialize_one(header("APPL_DB", "T"), "k", many) == serialize("APPL_DB", "T", [KFV("k", "SET", many)])
     assert data[:8] == n(1 + 300 * 2)
     assert deserialize(data)[2] == changes
 
@@ -193,6 +198,8 @@ changes_st = st.lists(
 def test_round_trip(db: str, table: str, changes: list[KeyOpFieldsValues]) -> None:
     data = serialize(db, table, changes)
     assert deserialize(data) == (db, table, changes)
+    for change in changes:  # the producer's one-change path writes the same bytes
+        assert serialize_one(header(db, table), change.key, change.fvs) == serialize(db, table, [change])
     assert deserialize(bytearray(data)) == (db, table, changes)
     assert deserialize(memoryview(data)) == (db, table, changes)
 

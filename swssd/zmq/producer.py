@@ -8,7 +8,7 @@ from ..connector import DBConnector
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValues, as_field_values
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
-from .serializer import header, serialize_with
+from .serializer import header, serialize_one, serialize_with
 from .sockets import ZmqClient
 
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
@@ -42,7 +42,7 @@ class ZmqProducerStateTable(TableBase):
     async def set(self, key: str, fvs: FieldValuesLike, op: str = SET_COMMAND, prefix: str = "") -> None:
         """Send one entry's fields (prefix is accepted for C++ parity and unused, as there)."""
         pairs = as_field_values(fvs)
-        data = serialize_with(self._header, ((key, op, pairs),))  # the hot path: send() inlined
+        data = serialize_one(self._header, key, pairs)  # the hot path: send() inlined
         client = self.client
         if not client.send_nowait(data):
             await client.send_bytes(data)

@@ -91,6 +91,29 @@ def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence])
     return data
 
 
+def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> bytes:
+    """serialize_with(head, [(key, op, fvs)]): the one-change message a set() or delete() sends,
+    built without the general loop (the producer's hot path)."""
+    pack = _pack
+    n = len(fvs)
+    try:
+        k = key.encode()
+        parts = [pack(n + 2), head, pack(len(k)), k, _COUNT_PAIRS[n]]
+        for field, value in fvs:
+            f = field.encode()
+            v = value.encode()
+            parts += (pack(len(f)), f, pack(len(v)), v)
+    except (UnicodeEncodeError, IndexError):  # surrogate escapes, or 1024 fields and more
+        return serialize_with(head, ((key, "", fvs),))
+    data = b"".join(parts)
+    if len(data) >= MAX_MESSAGE_SIZE:
+        raise MessageTooLargeError(
+            f"message of {len(data)} bytes; the C++ library sends and receives less than "
+            f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
+        )
+    return data
+
+
 def _parts(changes: Sequence[KeyOpFieldsValues | Sequence], encode) -> list[bytes]:  # type: ignore[no-untyped-def]
     """The length-prefixed strings of the changes, after two slots for the count and header."""
     pack = _pack
