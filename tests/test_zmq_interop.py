@@ -274,3 +274,62 @@ async def test_swssd_producer_to_cpp_consumer(driver: Path, appl: DBConnector, d
     await ours.close()
     await server.close()
     client.close()
+
+
+# -- a C++ consumer killed and started again while the swssd producer sends ---------------------
+
+
+async def test_cpp_consumer_restarted_while_swssd_producer_sends(driver: Path, appl: DBConnector, db_config: Path, tmp_path: Path) -> None:
+    """SIGKILL the C++ consumer: the swssd producer keeps sending without blocking the loop or
+    failing, and the next C++ consumer on the endpoint gets what was queued meanwhile and what
+    follows, in order (libzmq's client queue, as for the C++ client with the same options)."""
+    endpoint = f"ipc://{tmp_path}/restart.sock"
+
+    async def start(count: int) -> asyncio.subprocess.Process:
+        proc = await asyncio.create_subprocess_exec(
+            str(driver), "consume", str(db_config), "APPL_DB", "ZMQ_CPP", endpoint, "0", str(count), "5000",
+            stdout=asyncio.subprocess.PIPE, limit=1 << 24,
+        )
+        assert proc.stdout is not None
+        assert (await asyncio.wait_for(proc.stdout.readline(), WAIT)).decode().strip() == "ready"
+        return proc
+
+    client = ZmqClient(endpoint)
+    producer = ZmqProducerStateTable(appl, "ZMQ_CPP", client, db_persistence=False)
+    seq = 0
+
+    async def send(count: int) -> None:
+        nonlocal seq
+        for _ in range(count):
+            await producer.set("k", [("seq", str(seq))])
+            seq += 1
+
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+
+    async def probe() -> None:
+        nonlocal worst
+        while True:
+            t = loop.time()
+            await asyncio.sleep(0.001)
+            worst = max(worst, loop.time() - t - 0.001)
+
+    probing = asyncio.ensure_future(probe())
+    first = await start(1_000_000)
+    assert first.stdout is not None
+    await send(200)
+    for _ in range(200):
+        await asyncio.wait_for(first.stdout.readline(), WAIT)
+    first.kill()
+    await first.wait()
+    await asyncio.sleep(0.3)  # the client sees the connection go
+    await send(500)  # queued in the client
+    second = await start(800)
+    await send(300)
+    out, _ = await asyncio.wait_for(second.communicate(), WAIT)
+    lines = out.decode().splitlines()
+    assert lines[-1] == "done 800"
+    assert [int(json.loads(line)[2][0][1]) for line in lines[:-1]] == list(range(200, 1000))
+    probing.cancel()
+    assert worst < 0.25
+    client.close()
