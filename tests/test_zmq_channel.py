@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Select, Table
+from swssd.embedded_redis import EmbeddedRedis
 from swssd.zmq import (
     MessageTooLargeError,
     ZmqClient,
@@ -425,4 +426,53 @@ async def test_zmq_and_redis_consumers_in_one_select(db: DBConnector, server: Zm
     assert seen == {zc: [KFV("z", "SET", [("b", "2")])], rc: [KFV("r", "SET", [("a", "1")])]}
     await sel.close()
     await zc.close()
+    client.close()
+
+
+async def test_lazy_bind_gets_what_was_sent_before(db: DBConnector, tmp_path: Path) -> None:
+    """zmq_state_ut.cpp's ZmqServerLazzyBind: a change sent before the server binds is delivered
+    once it does (it waited in the client's queue)."""
+    address = f"ipc://{tmp_path}/lazy.sock"
+    client = ZmqClient(address)
+    await ZmqProducerStateTable(db, TABLE, client, db_persistence=False).set("testkey", [])
+    server = ZmqServer(address, lazy_bind=True)
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    assert not server.bound
+    server.bind()
+    with pytest.raises(RuntimeError, match="already been bound"):
+        server.bind()
+    sel = Select()
+    await sel.add(consumer)
+    assert await receive(sel, consumer, 1) == [KFV("testkey", "DEL", [])]
+    await sel.close()
+    await consumer.close()
+    await server.close()
+    client.close()
+
+
+async def test_bad_endpoints_and_nameless_connectors_fail_clearly(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    with pytest.raises(sockets.ZmqSendError, match="cannot connect to zmq endpoint nowhere"):
+        ZmqClient("nowhere")
+    with pytest.raises(OSError, match="zmq bind failed on endpoint tcp://256.0.0.1:1"):
+        ZmqServer("tcp://256.0.0.1:1")
+    nameless = await DBConnector.from_url(clean_redis.url, db_id=0)  # messages carry the db name
+    client = ZmqClient(f"ipc://{tmp_path}/n.sock")
+    server = ZmqServer(f"ipc://{tmp_path}/m.sock")
+    with pytest.raises(ValueError, match="database name"):
+        ZmqProducerStateTable(nameless, TABLE, client)
+    with pytest.raises(ValueError, match="database name"):
+        ZmqConsumerStateTable(nameless, TABLE, server)
+    await server.close()
+    client.close()
+    await nameless.close()
+
+
+async def test_closed_client_refuses_to_send(tmp_path: Path) -> None:
+    client = ZmqClient(f"ipc://{tmp_path}/c.sock")
+    client.close()
+    assert not client.is_connected()
+    with pytest.raises(sockets.ZmqSendError, match="closed"):
+        await client.send_bytes(b"x")
+    client.connect()  # as C++ connect(): a new socket
+    await client.send_bytes(serialize("APPL_DB", TABLE, []))
     client.close()
