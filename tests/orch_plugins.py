@@ -71,3 +71,25 @@ class FailingStartOrch(Orch):
 
     async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
         raise AssertionError("never started")
+
+
+class MirrorOrch(Orch):
+    """Mirrors every table it consumes into STATE_DB `MIRROR_<TABLE>|<key>`: SET writes the fields,
+    DEL removes the entry. With option `fail_once`, the first call for each key raises."""
+
+    databases = ("STATE_DB",)
+
+    async def start(self) -> None:
+        self._db = self.connector("STATE_DB")
+        self._fail_once = bool(self.options.get("fail_once"))
+        self._failed: set[tuple[str, str]] = set()
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if self._fail_once and (table, task.key) not in self._failed:
+            self._failed.add((table, task.key))
+            raise RuntimeError(f"first call for {table} {task.key} fails")
+        name = f"MIRROR_{table}|{task.key}"
+        if task.op == "DEL":
+            await self._db.redis.delete(name)
+        else:
+            await self._db.redis.hset(name, mapping=dict(task.fvs))

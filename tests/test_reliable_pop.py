@@ -311,3 +311,18 @@ async def test_a_task_held_back_forever_gets_the_record_compacted(db: DBConnecto
     assert by_key["held"] == ("held", "SET", [("f", "0"), ("g", "9")]), "the held task, merged in order"
     assert held.task == ("held", "SET", [("f", "0")])
     assert set(by_key) <= {"held", "gone", *(f"k{i}" for i in range(1, 10))}
+
+
+@pytest.mark.parametrize("kind", ["state", "queue"])
+async def test_an_entry_with_many_fields_is_written_whole(db: DBConnector, kind: str) -> None:
+    fvs = [(f"f{i}", f"v{i}") for i in range(3000)]
+    if kind == "state":
+        await ProducerStateTable(db, "T").set("big", fvs)
+        source = state_pop(db)
+    else:
+        await ProducerTable(db, "T").set("big", fvs)
+        source = queue_pop(db, "T")
+    source.consumer.notify()
+    (task,) = tasks_of(await drain(source))
+    assert task.op == "SET" and sorted(task.fvs) == sorted(fvs)
+    assert sorted(await Table(db, "T").get("big")) == sorted(fvs)

@@ -1,6 +1,7 @@
 -- swssd's daemon variant of consumer_state_table_pops.lua: the same changes to Redis for every
 -- entry it delivers (reported as the tracked variant does: {key, fieldvalues, delete pending}),
--- plus what a daemon needs so that no popped change is lost:
+-- (the fields in one HSET: the same hash as the C++ script's HSET per field), plus what a daemon
+-- needs so that no popped change is lost:
 -- * the delivered batch is added to the in-flight hash KEYS[4] under a new sequence number (from
 --   HINCRBY of its field 'seq'), in this same call, so a crashed daemon or a lost reply loses nothing;
 -- * a wrong-type staging hash or table entry costs that entry, not the batch: it is set aside
@@ -51,18 +52,19 @@ for i = 1, #keys do
          table.insert(ret, {key, {}, 1})
       end
    else
-      local ok = true
-      for j = 1, #fieldvalues, 2 do
-         local r = redis.pcall('HSET', tablename..key, fieldvalues[j], fieldvalues[j + 1])
-         if type(r) == 'table' and r['err'] then
-            local t = excerpt(tablename..key)
-            table.insert(dead, cjson.encode({key = key, op = 'SET', value = flat_excerpt(fieldvalues),
-               reason = tablename..key .. ' is a ' .. t .. ', not a hash'}))
-            ok = false
+      -- one HSET of every field: the same hash as the C++ script's HSET per field
+      local r = 0
+      for j = 1, #fieldvalues, 1000 do -- in chunks: unpack() has a stack limit
+         r = redis.pcall('HSET', tablename..key, unpack(fieldvalues, j, math.min(j + 999, #fieldvalues)))
+         if type(r) == 'table' then
             break
          end
       end
-      if ok then
+      if type(r) == 'table' and r['err'] then
+         local t = excerpt(tablename..key)
+         table.insert(dead, cjson.encode({key = key, op = 'SET', value = flat_excerpt(fieldvalues),
+            reason = tablename..key .. ' is a ' .. t .. ', not a hash'}))
+      else
          table.insert(ret, {key, fieldvalues, num})
       end
       redis.call('DEL', staging)

@@ -1,5 +1,6 @@
 -- swssd's daemon variant of consumer_table_pops.lua: every operation it delivers is returned and
 -- applied to Redis as the C++ script does, plus what a daemon needs so that no popped change is lost:
+-- * the fields of a SET go to the table in one HSET (the same hash as the C++ script's HSET per field);
 -- * each triple is checked before anything is done with it (the op an S or D prefix and a command
 --   the C++ script knows, the value a JSON array of an even number of strings); a bad one costs
 --   that entry, not the batch: it is set aside (a JSON record on the dead-letter list KEYS[4],
@@ -34,7 +35,7 @@ local known = {
 local modify = ARGV[2] ~= "0"
 local limit = tonumber(ARGV[4])
 
--- The decoded fields of a valid triple, else nil and why.
+-- The op's name and the reply entry {key, name, field, value, ...} of a valid triple, else nil and why.
 local function check(op, value, key)
    if type(op) ~= 'string' or type(value) ~= 'string' or type(key) ~= 'string' then
       return nil, 'incomplete operation'
@@ -43,32 +44,34 @@ local function check(op, value, key)
    if dbop ~= 'S' and dbop ~= 'D' then
       return nil, 'op does not start with S or D'
    end
-   local kind = known[op:sub(2)]
+   local name = op:sub(2)
+   local kind = known[name]
    if kind == nil then
-      return nil, 'unsupported operation command: ' .. op:sub(2)
+      return nil, 'unsupported operation command: ' .. name
    end
    local ok, jj = pcall(cjson.decode, value)
    if not ok or type(jj) ~= 'table' then
       return nil, 'value is not a JSON array'
    end
    local size = #jj
-   local count = 0
-   for k, v in pairs(jj) do
-      count = count + 1
-      if type(k) ~= 'number' or type(v) ~= 'string' then
-         return nil, 'value is not a JSON array of strings'
-      end
-   end
-   if count ~= size or size % 2 ~= 0 then
+   if size % 2 ~= 0 then
       return nil, 'value is not an even-length JSON array of strings'
+   end
+   local ret = {key, name}
+   for idx = 1, size do
+      local v = jj[idx]
+      if type(v) ~= 'string' then
+         return nil, 'value is not an even-length JSON array of strings'
+      end
+      ret[idx + 2] = v
    end
    if kind == 2 and modify then
       if not string.find(key, ':', 1, true) then
          return nil, 'bulk key without an object type'
       end
-      if op:sub(2) ~= 'bulkremove' then
-         for idx = 2, size, 2 do
-            for part in string.gmatch(jj[idx], '([^|]+)') do
+      if name ~= 'bulkremove' then
+         for idx = 4, size + 2, 2 do
+            for part in string.gmatch(ret[idx], '([^|]+)') do
                if not string.find(part, '=', 1, true) then
                   return nil, 'bulk attribute without ='
                end
@@ -76,7 +79,7 @@ local function check(op, value, key)
          end
       end
    end
-   return jj
+   return name, ret
 end
 
 -- Applies one checked operation as consumer_table_pops.lua does; false when a target is not a hash.
@@ -112,14 +115,13 @@ local function apply(dbop, op, key, ret)
       if dbop == 'D' then
          redis.call('DEL', keyname)
       else
-         local st = 3
-         local len = #ret
-         while st <= len do
-            local r = redis.pcall('HSET', keyname, ret[st], ret[st+1])
+         -- one HSET of every field (in chunks: unpack() has a stack limit): the same hash as one
+         -- HSET per field
+         for st = 3, #ret, 1000 do
+            local r = redis.pcall('HSET', keyname, unpack(ret, st, math.min(st + 999, #ret)))
             if type(r) == 'table' and r['err'] then
                return false
             end
-            st = st + 2
          end
       end
    end
@@ -154,14 +156,9 @@ while taken < want and i >= 1 do
       break
    end
    local op, value, key = items[i-2], items[i-1], items[i]
-   local jj, reason = check(op, value, key)
-   if jj then
-      local ret = {key, op:sub(2)}
-      for idx = 1, #jj, 2 do
-         table.insert(ret, jj[idx])
-         table.insert(ret, jj[idx+1])
-      end
-      if apply(op:sub(1, 1), op:sub(2), key, ret) then
+   local name, ret = check(op, value, key)
+   if name then
+      if apply(op:sub(1, 1), name, key, ret) then
          table.insert(rets, ret)
       else
          set_aside(key, op, value, KEYS[2] .. ':' .. key .. ' is not a hash')
@@ -178,7 +175,7 @@ while taken < want and i >= 1 do
       set_aside('', '', value, 'stray element')
       i = i - 2
    else
-      set_aside(key, op, value, reason)
+      set_aside(key, op, value, ret)
       i = i - 3
       taken = taken + 1
    end

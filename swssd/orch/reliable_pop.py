@@ -114,11 +114,6 @@ class ReliablePop:
         self.recovered = 0
         self.compactions = 0
 
-    @property
-    def kept(self) -> int:
-        """Batches of this table in the in-flight record."""
-        return len(self._kept)
-
     # -- start --------------------------------------------------------------------------
 
     async def take_over(self) -> list[Batch]:
