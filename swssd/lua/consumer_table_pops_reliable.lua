@@ -35,11 +35,9 @@ local known = {
 local modify = ARGV[2] ~= "0"
 local limit = tonumber(ARGV[4])
 
--- The op's name and the reply entry {key, name, field, value, ...} of a valid triple, else nil and why.
+-- The op's name and the reply entry {key, name, field, value, ...} of a valid triple (three
+-- elements of the queue), else nil and why.
 local function check(op, value, key)
-   if type(op) ~= 'string' or type(value) ~= 'string' or type(key) ~= 'string' then
-      return nil, 'incomplete operation'
-   end
    local dbop = op:sub(1, 1)
    if dbop ~= 'S' and dbop ~= 'D' then
       return nil, 'op does not start with S or D'
