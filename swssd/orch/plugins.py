@@ -1,11 +1,23 @@
-"""Finding Orch plugins: `module:Class` in the config, or a name in the `swssd.orchs` entry point group."""
+"""Finding Orch plugins: `module:Class`, `path/to/file.py:Class`, or a name in the `swssd.orchs`
+entry point group.
+
+A config file is code: its plugins are imported, with the config file's directory on `sys.path`
+(as `python script.py` puts the script's), so a module written beside the config is found by its
+name, and a relative `file.py` path is read from that directory.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import itertools
+import sys
 from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
 
 from ..errors import SwssdError
+from .config import Config
 from .orch import Orch
 
 ENTRY_POINT_GROUP = "swssd.orchs"
@@ -27,14 +39,85 @@ def available() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def is_file_spec(spec: str) -> bool:
+    """Whether `spec` names a Python file (`x.py:Class`, `dir/x.py:Class`) rather than a module."""
+    module = spec.partition(":")[0]
+    return module.endswith(".py") or "/" in module
+
+
+def use_config_dir(config: Config) -> None:
+    """Make the plugins of `config` importable the way its file names them.
+
+    The config file's directory goes first on `sys.path`, and each relative `file.py:Class` is
+    made absolute against that directory (the plugin keeps the spec as written for its name, so
+    logs and metrics say what the file says). A config built in code (no path) is left alone.
+    """
+    if config.path is None:
+        return
+    base = Path(config.path).resolve().parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    for orch in config.orchs:
+        if is_file_spec(orch.plugin):
+            file, _, attr = orch.plugin.partition(":")
+            if not Path(file).is_absolute():
+                orch.name = orch.name or orch.plugin
+                orch.plugin = f"{base / file}:{attr}"
+
+
+_unique = itertools.count(1)
+
+
+def _import_file(spec: str, file: str) -> ModuleType:
+    """Import a plugin file under a private module name (never one a library could want), its
+    directory on `sys.path` so it can import the modules beside it. Imported once per file."""
+    path = Path(file).resolve()
+    if not path.is_file():
+        raise PluginError(f"plugin {spec!r}: no such file {str(path)!r}")
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) == str(path) and module.__name__.startswith("_swssd_plugin_"):
+            return module
+    name = f"_swssd_plugin_{path.stem}"
+    while name in sys.modules:
+        name = f"_swssd_plugin_{path.stem}_{next(_unique)}"
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise PluginError(f"plugin {spec!r}: {str(path)!r} is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise PluginError(f"plugin {spec!r}: cannot import {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _import_module(spec: str, module_name: str) -> ModuleType:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name.partition(".")[0]:
+            raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(
+            f"plugin {spec!r}: no module {module_name!r} on the import path (the config file's directory, "
+            "PYTHONPATH, installed packages); name a file as 'file.py:Class' or install the plugin's package"
+        ) from exc
+    except Exception as exc:
+        raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+
+
 def load_class(spec: str) -> type[Orch]:
-    """The Orch subclass named by `spec` ("package.module:Class" or an entry point name)."""
+    """The Orch subclass named by `spec`: "package.module:Class", "path/file.py:Class" (relative to
+    the current directory; `use_config_dir` makes it relative to the config) or an entry point name."""
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        if is_file_spec(spec):
+            module = _import_file(spec, module_name)
+        else:
+            module = _import_module(spec, module_name)
         obj: object = module
         for part in attr.split("."):
             try:
@@ -47,7 +130,7 @@ def load_class(spec: str) -> type[Orch]:
             names = ", ".join(sorted(available())) or "none installed"
             raise PluginError(
                 f"plugin {spec!r}: no entry point of that name in group {ENTRY_POINT_GROUP!r} "
-                f"(known: {names}); or write it as 'module:Class'"
+                f"(known: {names}); or write it as 'module:Class' or 'file.py:Class'"
             )
         try:
             obj = found[0].load()

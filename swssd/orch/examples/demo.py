@@ -13,10 +13,9 @@ from pathlib import Path
 
 import structlog
 
-from ...connector import DBConnector
-from ...producer_state_table import ProducerStateTable
-from ..config import Config, config_from_dict
-from ..daemon import Daemon
+from swssd import DBConnector, ProducerStateTable
+from swssd.orch.config import Config, config_from_dict
+from swssd.orch.daemon import Daemon
 
 log = structlog.get_logger("swssd.demo")
 

@@ -6,9 +6,7 @@ fields plus `state=ok`, a DEL removes the entry.
 
 from __future__ import annotations
 
-from ...fields import DEL_COMMAND, KeyOpFieldsValues
-from ...table import Table
-from ..orch import Orch
+from swssd import DEL_COMMAND, KeyOpFieldsValues, Orch, Table
 
 
 class PortMirrorOrch(Orch):

@@ -8,9 +8,7 @@ way of waiting for a dependency. Installed routes are written to STATE_DB ROUTE_
 
 from __future__ import annotations
 
-from ...fields import DEL_COMMAND, KeyOpFieldsValues
-from ...table import Table
-from ..orch import Orch, Retry
+from swssd import DEL_COMMAND, KeyOpFieldsValues, Orch, Retry, Table
 
 
 class RouteOrch(Orch):

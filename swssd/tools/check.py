@@ -1,0 +1,69 @@
+"""`swssd check --config FILE`: what `swssd run` would refuse at start, found without consuming.
+
+The config is validated, its database names are looked up in database_config.json (or
+database_global.json for tables in a namespace), and every plugin is imported and created (its
+`start()` is not run: that needs Redis). Nothing is read from or written to Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
+from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
+from ..orch import plugins
+from ..orch.config import DEFAULT_CONFIG, SONIC_DATABASES, Config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", "-c", metavar="FILE", default=DEFAULT_CONFIG, help="TOML config to check")
+
+
+class _Databases:
+    """Database names as `swssd run` resolves them: database_config.json, else SONiC's usual ones."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        path = config.database_config_path()
+        self.db_config = SonicDBConfig.load(path) if path is not None else None
+        self.global_config: SonicDBGlobalConfig | None = None
+
+    def check(self, name: str, field: str, namespace: str = "", who: str = "") -> None:
+        path = self.config.path
+        if namespace:
+            if self.config.redis.url is not None:
+                raise ConfigError(path, f"{field}.namespace", "namespaces need database_global.json; "
+                                  "they cannot be used with redis.url")
+            if self.global_config is None:
+                self.global_config = SonicDBGlobalConfig.load(self.config.redis.database_global_config)
+            try:
+                self.global_config.database(name, namespace)
+            except (UnknownDatabaseError, UnknownNamespaceError) as exc:
+                raise ConfigError(path, field, f"{who} {exc}".strip()) from None
+        elif self.db_config is not None:
+            try:
+                self.db_config.database(name)
+            except UnknownDatabaseError as exc:
+                raise ConfigError(path, field, f"{who} {exc}".strip()) from None
+        elif name not in SONIC_DATABASES:
+            known = ", ".join(SONIC_DATABASES)
+            raise ConfigError(path, field, f"{who} unknown database {name!r}; known: {known}".strip())
+
+
+def check(config: Config) -> list[str]:
+    """Raise ConfigError or PluginError for what `swssd run` would refuse; else one line per plugin."""
+    plugins.use_config_dir(config)
+    databases = _Databases(config)
+    lines = []
+    for i, oc in enumerate(config.orchs):
+        for j, t in enumerate(oc.tables):
+            databases.check(t.db, f"orchs.{i}.tables.{j}.db", t.namespace)
+        for j, db in enumerate(oc.databases):
+            databases.check(db, f"orchs.{i}.databases.{j}")
+        orch = plugins.create(oc.plugin)
+        for db in orch.databases:
+            databases.check(db, f"orchs.{i}.plugin", who=f"plugin {oc.display_name!r} asks for")
+        tables = ", ".join(f"{t.namespace + '/' if t.namespace else ''}{t.db} {t.table} ({t.resolved_kind})"
+                           for t in oc.tables)
+        lines.append(f"{oc.display_name}: {type(orch).__qualname__} consumes {tables}")
+    return lines

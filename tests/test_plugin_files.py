@@ -1,0 +1,200 @@
+"""Plugins as a new user writes them: README's "Write a plugin" example, as written there, beside
+its config (`module:Class` found through the config's directory), `file.py:Class` specs, and
+`swssd check` catching a broken config (exit 2) and a broken plugin (exit 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from daemon_harness import DaemonProcess
+from swssd import DBConnector, ProducerStateTable, Table
+from swssd.embedded_redis import EmbeddedRedis
+from swssd.orch.config import load_config
+from swssd.orch.plugins import PluginError, load_class, use_config_dir
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+CLI = [sys.executable, "-m", "swssd.cli"]
+
+
+def readme_block(language: str, marker: str) -> str:
+    """The README's fenced `language` block that contains `marker`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", README.read_text(), re.S)
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"README: {len(found)} {language} blocks contain {marker!r}"
+    return found[0]
+
+
+def plugin_source() -> str:
+    return readme_block("python", "class RouteMirrorOrch(Orch)")
+
+
+def write_example(directory: Path, server: EmbeddedRedis) -> Path:
+    """mirror_orch.py and swssd.toml from the README, the config pointed at the test redis-server."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "mirror_orch.py").write_text(plugin_source())
+    db_config = server.write_database_config(directory / "database_config.json")
+    toml = readme_block("toml", 'plugin = "mirror_orch:RouteMirrorOrch"')
+    toml = toml.replace("/var/run/redis/sonic-db/database_config.json", str(db_config))
+    config = directory / "swssd.toml"
+    config.write_text(toml + '\n[logging]\nformat = "json"\n')
+    return config
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SWSSD_DB_CONFIG", None)
+    env.pop("PYTHONPATH", None)
+    env.update(extra)
+    return env
+
+
+def swssd(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=60,
+                          env=clean_env(), cwd=cwd)
+
+
+def test_readme_plugin_test_passes(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    (tmp_path / "mirror_orch.py").write_text(plugin_source())
+    (tmp_path / "test_mirror_orch.py").write_text(readme_block("python", "def test_a_route_waits_for_its_port"))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mirror_orch.py"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(REDIS_URL=clean_redis.url),
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "1 passed" in out.stdout
+
+
+async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = write_example(tmp_path / "etc", clean_redis)
+    # The daemon's working directory is elsewhere and PYTHONPATH does not name the config's.
+    daemon = DaemonProcess(config, tmp_path / "log")
+    appl = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    state = await DBConnector.from_url(clean_redis.url, db_id=6, separator="|", name="STATE_DB")
+    try:
+        daemon.wait_ready()
+        await Table(state, "PORT_TABLE").set("Ethernet0", {"state": "ok"})
+        await ProducerStateTable(appl, "ROUTE_TABLE").set("10.1.0.0/24", {"nexthop": "10.0.0.1", "ifname": "Ethernet0"})
+        mirror = Table(state, "ROUTE_MIRROR")
+        for _ in range(500):
+            if await mirror.hget("10.1.0.0/24", "nexthop") == "10.0.0.1":
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError(f"route not mirrored:\n{(tmp_path / 'log').read_text()[-3000:]}")
+        mirrored = daemon.events("route mirrored")
+        assert mirrored and mirrored[0]["orch"] == "route-mirror" and mirrored[0]["prefix"] == "10.1.0.0/24"
+    finally:
+        code = daemon.stop()
+        await appl.close()
+        await state.close()
+    assert code == 0
+
+
+def test_check_accepts_the_readme_example(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = write_example(tmp_path, clean_redis)
+    out = swssd("check", "--config", config, cwd=tmp_path.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "route-mirror: RouteMirrorOrch consumes APPL_DB ROUTE_TABLE (state)",
+        f"{config}: OK",
+    ]
+
+
+FILE_PLUGIN = textwrap.dedent("""
+    from helper import PREFIX  # a module beside the plugin file
+
+    from swssd import KeyOpFieldsValues, Orch
+
+
+    class FileOrch(Orch):
+        async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+            self.log.info(PREFIX + task.key)
+""")
+
+
+def file_plugin(tmp_path: Path, server: EmbeddedRedis, spec: str) -> Path:
+    plugin_dir = tmp_path / "plugins" / "sub"
+    plugin_dir.mkdir(parents=True)
+    (plugin_dir / "file_orch.py").write_text(FILE_PLUGIN)
+    (plugin_dir / "helper.py").write_text('PREFIX = "saw "\n')
+    db_config = server.write_database_config(tmp_path / "database_config.json")
+    config = tmp_path / "swssd.toml"
+    config.write_text(textwrap.dedent(f"""
+        [redis]
+        database_config = "{db_config}"
+        [[orchs]]
+        plugin = "{spec}"
+        tables = [{{db = "APPL_DB", table = "A"}}]
+    """))
+    return config
+
+
+def test_a_file_spec_is_relative_to_the_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = file_plugin(tmp_path, clean_redis, "plugins/sub/file_orch.py:FileOrch")
+    out = swssd("check", "--config", config, cwd=Path("/"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "plugins/sub/file_orch.py:FileOrch: FileOrch consumes APPL_DB A (state)"
+
+
+def test_use_config_dir_keeps_the_written_spec_as_the_name(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = load_config(file_plugin(tmp_path, clean_redis, "plugins/sub/file_orch.py:FileOrch"))
+    use_config_dir(config)
+    orch = config.orchs[0]
+    assert orch.name == "plugins/sub/file_orch.py:FileOrch"
+    assert orch.plugin == f"{tmp_path.resolve()}/plugins/sub/file_orch.py:FileOrch"
+    cls = load_class(orch.plugin)
+    assert cls.__name__ == "FileOrch" and cls.__module__.startswith("_swssd_plugin_file_orch")
+    assert load_class(orch.plugin) is cls  # one import per file
+
+
+def test_a_missing_file_or_module_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(PluginError, match=r"no such file '.*/nowhere\.py'"):
+        load_class(f"{tmp_path}/nowhere.py:X")
+    with pytest.raises(PluginError, match=r"no module 'no_such_plugin_mod' on the import path \(the config file's"):
+        load_class("no_such_plugin_mod:X")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("[[orchs]]\nplugin = 'mirror_orch:RouteMirrorOrch'\n", "field 'orchs.0.tables': Field required"),
+    ("[[orchs]\n", "not valid TOML"),
+    ('[[orchs]]\nplugin = "mirror_orch:RouteMirrorOrch"\ntables = [{db = "NO_DB", table = "A"}]\n',
+     "orchs.0.tables.0.db"),
+])
+def test_check_catches_a_broken_config_with_exit_2(
+    clean_redis: EmbeddedRedis, tmp_path: Path, text: str, problem: str
+) -> None:
+    write_example(tmp_path, clean_redis)
+    config = tmp_path / "broken.toml"
+    db_config = tmp_path / "database_config.json"
+    config.write_text(f'[redis]\ndatabase_config = "{db_config}"\n{text}')
+    out = swssd("check", "--config", config)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("swssd check: error: ")
+    assert problem in out.stderr
+
+
+@pytest.mark.parametrize(("source", "spec", "problem"), [
+    ("import no_such_dependency\n", "bad_orch:X", "cannot import 'bad_orch': ModuleNotFoundError"),
+    ("from swssd import Orch\nclass X(Orch):\n    pass\n", "bad_orch:X", "implements neither handle()"),
+    ("from swssd import Orch\n", "bad_orch:Missing", "module 'bad_orch' has no 'Missing'"),
+    ("from swssd import Orch\nclass X(Orch):\n    def __init__(self):\n        raise ValueError('no')\n"
+     "    async def handle(self, table, task):\n        pass\n", "bad_orch.py:X", "X() failed: ValueError: no"),
+])
+def test_check_catches_a_broken_plugin_with_exit_3(
+    clean_redis: EmbeddedRedis, tmp_path: Path, source: str, spec: str, problem: str
+) -> None:
+    config = write_example(tmp_path, clean_redis)
+    (tmp_path / "bad_orch.py").write_text(source)
+    config.write_text(config.read_text().replace("mirror_orch:RouteMirrorOrch", spec))
+    out = swssd("check", "--config", config)
+    assert out.returncode == 3, out.stderr
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("swssd check: error: plugin ")
+    assert problem in out.stderr
