@@ -270,3 +270,22 @@ def test_tables_alternate() -> None:
     for _ in range(2):
         for db, table, changes in msgs:
             assert deserialize(serialize(db, table, changes)) == (db, table, changes)
+
+
+def test_messages_of_one_size_and_lengths_but_other_changes() -> None:
+    """The reader keeps the layout of the last message of each size; a message with the same size
+    and the very same lengths but other field counts must not be read with it."""
+    a = [KFV("a", "SET", [("f", "1")]), KFV("b", "SET", [("g", "2"), ("h", "3")])]
+    b = [KFV("a", "SET", [("f", "1"), ("g", "2")]), KFV("b", "SET", [("h", "3")])]
+    da, db_ = serialize("D", "T", a), serialize("D", "T", b)
+    assert len(da) == len(db_) and da != db_
+    for _ in range(3):
+        assert deserialize(da) == ("D", "T", a)
+        assert deserialize(db_) == ("D", "T", b)
+    # the same size, other lengths: a 2-byte key and an empty value where both had 1 byte
+    other = [KFV("ab", "SET", [("f", "")]), KFV("b", "SET", [("g", "2"), ("h", "3")])]
+    do = serialize("D", "T", other)
+    assert len(do) == len(da)
+    for _ in range(3):
+        assert deserialize(da) == ("D", "T", a)
+        assert deserialize(do) == ("D", "T", other)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 
 from ..errors import SwssdError
 from ..fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
@@ -177,6 +178,11 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     if not isinstance(data, bytes):
         data = bytes(data)
     size = len(data)
+    shape = _shapes.get(size)
+    if shape is not None and data.isascii():
+        known = _read_known(data, shape)
+        if known is not None:
+            return known
     if size >= MAX_MESSAGE_SIZE:
         raise MessageTooLargeError(
             f"message of {size} bytes; the C++ library receives less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT)"
@@ -197,9 +203,75 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     if end != size:
         _split(data, size, count * 2)  # says precisely what is wrong
         raise MalformedMessageError("inconsistent message")  # not reached: _split raised
-    if not data.isascii() and not data[SIZE_T:].isascii():
-        return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
+    if not data.isascii():
+        if not data[SIZE_T:].isascii():
+            return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
+    elif count <= _SHAPE_PAIRS:
+        if len(_shapes) >= _SHAPES:
+            _shapes.clear()
+        _shapes[size] = _shape_of(data, count)
     return db, table, changes
+
+
+# -- messages of a known shape ------------------------------------------------------------------
+#
+# A producer's messages mostly repeat a few layouts (one route: the same field names, keys and
+# values of a few lengths). A message's layout is the sequence of its lengths; knowing it, one
+# struct call reads every length and one itemgetter call cuts every string. The layout of the
+# last ASCII message of each size is kept: a message of that size is read with it when all its
+# lengths (the pair count included) are the same and its field counts have the same text, which
+# is exactly when reading it length by length would find the same strings at the same places.
+
+#: at most this many layouts are kept (then forgotten all at once)
+_SHAPES = 1024
+#: only messages of at most this many pairs are worth a layout
+_SHAPE_PAIRS = 32
+
+_Shape = tuple  # (lengths reader, lengths, strings getter, ((key index, count text, fields), ...))
+_shapes: dict[int, _Shape] = {}
+
+
+def _shape_of(data: bytes, count: int) -> _Shape:
+    """The layout of a valid message."""
+    fmt = ["<Q"]
+    lengths = [count]
+    spans = []
+    pos = SIZE_T
+    for _ in range(2 * count):
+        n = _unpack_from(data, pos)[0]
+        fmt.append(f"Q{n}x" if n else "Q")
+        lengths.append(n)
+        spans.append(slice(pos + SIZE_T, pos + SIZE_T + n))
+        pos += SIZE_T + n
+    text = data.decode("ascii")
+    plan = []
+    i = 2
+    while i < len(spans):
+        counted = text[spans[i + 1]]
+        fields = int(counted)
+        plan.append((i, counted, fields))
+        i += 2 + 2 * fields
+    return (struct.Struct("".join(fmt)).unpack_from, tuple(lengths), itemgetter(*spans), tuple(plan))
+
+
+def _read_known(data: bytes, shape: _Shape) -> tuple[str, str, list[KeyOpFieldsValues]] | None:
+    """The message read with a known layout (an ASCII message of the layout's size), or None
+    when its lengths or field counts differ from the layout's."""
+    lengths_of, lengths, strings_of, plan = shape
+    if lengths_of(data) != lengths:
+        return None
+    strings = strings_of(data.decode("ascii"))
+    new = tuple.__new__
+    out: list[KeyOpFieldsValues] = []
+    for i, counted, fields in plan:
+        if strings[i + 1] != counted:
+            return None
+        if fields:
+            end = i + 2 + 2 * fields
+            out.append(new(KeyOpFieldsValues, (strings[i], SET_COMMAND, list(zip(strings[i + 2:end:2], strings[i + 3:end:2])))))
+        else:
+            out.append(new(KeyOpFieldsValues, (strings[i], DEL_COMMAND, [])))
+    return strings[0], strings[1], out
 
 
 class _Cut(Exception):
