@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 import uvloop
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -128,7 +129,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         server.stop()
 
 
-def _run_tool(name: str, body: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+def _run_tool(name: str, body: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
     """Run an async tool and turn each expected failure into one line and an exit status."""
     prog = f"swssd {name}"
     try:

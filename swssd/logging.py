@@ -29,7 +29,7 @@ class _Output:
         if self.path is None:
             return sys.stderr
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        return open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - reopened on SIGHUP
+        return open(self.path, "a", encoding="utf-8", buffering=1)  # reopened on SIGHUP
 
     def write(self, text: str) -> None:
         with self._lock:
@@ -77,7 +77,7 @@ def configure(format: str = "console", level: str = "info", file: Path | None = 
         logger_factory=structlog.WriteLoggerFactory(file=_output),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(_output)  # type: ignore[arg-type]
+    handler = logging.StreamHandler(_output)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],

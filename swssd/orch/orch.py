@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import structlog
+from structlog.typing import FilteringBoundLogger
 
 from ..connector import DBConnector
 from ..fields import KeyOpFieldsValues
@@ -46,8 +47,10 @@ class Orch:
 
     def __init__(self) -> None:
         self.name = type(self).__name__
+        #: The `options` table of the plugin's config entry, as TOML parsed it.
         self.options: Mapping[str, Any] = {}
-        self.log = structlog.get_logger("swssd.orch").bind(orch=self.name)
+        #: structlog logger bound with `orch=<name>`: keyword arguments become fields of the log line.
+        self.log: FilteringBoundLogger = structlog.get_logger("swssd.orch").bind(orch=self.name)
         self._connectors: Mapping[str, DBConnector] = {}
 
     def attach(self, name: str, options: Mapping[str, Any], connectors: Mapping[str, DBConnector]) -> None:

@@ -1,0 +1,89 @@
+"""A plugin project checks against swssd's types: `py.typed` is shipped and `mypy --strict` passes
+on plugins that subclass Orch and use Table, KeyOpFieldsValues, Retry and handle_batch()."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from test_plugin_files import plugin_source
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
+
+BATCH_PLUGIN = textwrap.dedent("""
+    from __future__ import annotations
+
+    from swssd import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues, Orch, ProducerStateTable, Retry, Table
+    from swssd.orch import BatchOutcome
+
+
+    class PortCountOrch(Orch):
+        databases = ("STATE_DB",)
+        batch_size = 256
+
+        async def start(self) -> None:
+            self.counts = Table(self.connector("STATE_DB"), "PORT_COUNT")
+            self.out = ProducerStateTable(self.connector("APPL_DB"), "PORT_SUMMARY")
+            self.limit = int(self.options.get("limit", 10))
+
+        async def handle_batch(self, table: str, tasks: list[KeyOpFieldsValues]) -> BatchOutcome:
+            outcome: list[BaseException | None] = []
+            for task in tasks:
+                if task.op == DEL_COMMAND:
+                    await self.counts.delete(task.key)
+                    outcome.append(None)
+                elif len(task.fvs) > self.limit:
+                    outcome.append(Retry(f"{task.key}: too many fields"))
+                else:
+                    await self.counts.hset(task.key, "fields", str(len(task.fvs)))
+                    await self.out.set(task.key, [(f, v) for f, v in task.fvs])
+                    outcome.append(None)
+            self.log.info("batch", table=table, tasks=len(tasks), op=SET_COMMAND)
+            return outcome
+""")
+
+
+def mypy_strict(tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]:
+    """mypy --strict in a directory of its own, swssd found on the path as an installed package is."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), *files],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )
+
+
+def test_py_typed_is_shipped() -> None:
+    assert (ROOT / "swssd" / "py.typed").is_file()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "py.typed" in project["tool"]["setuptools"]["package-data"]["swssd"]
+
+
+def test_mypy_strict_passes_on_plugins(tmp_path: Path) -> None:
+    (tmp_path / "mirror_orch.py").write_text(plugin_source())
+    (tmp_path / "port_count.py").write_text(BATCH_PLUGIN)
+    out = mypy_strict(tmp_path, "mirror_orch.py", "port_count.py")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success: no issues found in 2 source files" in out.stdout
+
+
+def test_mypy_sees_the_real_types(tmp_path: Path) -> None:
+    """Not Any: a wrong use of the API is an error."""
+    (tmp_path / "wrong.py").write_text(textwrap.dedent("""
+        from swssd import KeyOpFieldsValues, Orch, Table
+
+        class WrongOrch(Orch):
+            async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+                speed: int = await Table(self.connector("STATE_DB"), "PORT_TABLE").hget(task.key, "speed")
+                self.log.info("speed", value=speed)
+    """))
+    out = mypy_strict(tmp_path, "wrong.py")
+    assert out.returncode == 1
+    assert 'expression has type "str | None", variable has type "int"' in out.stdout, out.stdout
