@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from . import __version__
 from . import logging as swssd_logging
 from .embedded_redis import EmbeddedRedis
 from .errors import (
@@ -36,6 +38,8 @@ EXIT_PLUGIN = 3
 _EPILOG = f"""exit status: 0 stopped cleanly, 1 failure or forced stop, {EXIT_CONFIG} invalid config,
 {EXIT_PLUGIN} a plugin failed to load or start."""
 
+_TOP_EPILOG = "exit status: each command's --help lists its own; 0 is success, 1 a failure, 2 bad arguments or config."
+
 _TOOL_EPILOG = (
     f"exit status: 0 done; 1 Redis unreachable or a Redis error; {EXIT_CONFIG} bad arguments, input file "
     "or database config. Connection: --db names a database in database_config.json (--db-config, else "
@@ -46,6 +50,25 @@ _TOOL_EPILOG = (
 
 _CONNECT_HINT = "give the file with --db-config PATH (or $SWSSD_DB_CONFIG), or connect with --url"
 _GLOBAL_HINT = "give database_global.json with --db-global-config PATH (or $SWSSD_DB_GLOBAL_CONFIG)"
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown in every help line, except where there is none to show (None, False, []) or
+    the help text already says what the default is."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, []) or "default" in text:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def package_version() -> str:
+    """The installed distribution's version (what pip shows), else the source tree's."""
+    try:
+        return version("swssd")
+    except PackageNotFoundError:
+        return __version__
 
 
 def _fail(message: str, code: int, prog: str = "swssd") -> int:
@@ -129,7 +152,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         server.stop()
 
 
-def _run_tool(name: str, body: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
+ToolBody = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def _run_tool(name: str, body: ToolBody, args: argparse.Namespace) -> int:
     """Run an async tool and turn each expected failure into one line and an exit status."""
     prog = f"swssd {name}"
     try:
@@ -176,30 +202,55 @@ def cmd_replay(argv: list[str]) -> int:
     return replay_main(argv)
 
 
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+) -> None:
+    """One sub-command: its parser shows defaults, and main() reports extra words with its usage."""
+    parser = sub.add_parser(name, formatter_class=HelpFormatter, help=help, description=description, epilog=epilog)
+    add_arguments(parser)
+    parser.set_defaults(func=func, command_parser=parser)
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", "-c", type=Path, metavar="FILE",
+        help=f"TOML config (default: {DEFAULT_CONFIG} if present, else the example plugins)",
+    )
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=10.0, metavar="N", help="stop after N seconds")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swssd",
         description="SONiC table channels for asyncio Python: the swssd daemon and its tools.",
-        epilog=_EPILOG,
+        epilog=_TOP_EPILOG,
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}",
+                        help="print the version of the swssd package and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser(
-        "run",
+    _command(
+        sub, "run", cmd_run, _run_arguments,
         help="run the daemon with the Orch plugins of a config file",
         description="Consume the configured tables and feed the Orch plugins until SIGTERM/SIGINT. "
         "SIGHUP reopens log and capture files. With no Redis configured (and no SONiC "
-        "database_config.json present) a private redis-server is started.",
+        "database_config.json present) a private redis-server is started. The config file is code: "
+        "its plugins are imported, with the config file's directory first on the import path.",
         epilog=_EPILOG,
     )
-    run.add_argument(
-        "--config", "-c", type=Path, metavar="FILE",
-        help=f"TOML config (default: {DEFAULT_CONFIG} if present, else the example plugins)",
-    )
-    run.set_defaults(func=cmd_run, command_parser=run)
-
-    chk = sub.add_parser(
-        "check",
+    _command(
+        sub, "check", cmd_check, check.add_arguments,
         help="validate a config file and load its plugins, without consuming",
         description="What `swssd run --config FILE` would refuse at start, found without touching Redis: "
         "the config is validated, its databases looked up in database_config.json, and every plugin "
@@ -207,53 +258,43 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"exit status: 0 the config is good, {EXIT_CONFIG} invalid config, {EXIT_PLUGIN} a plugin "
         "failed to import or be created.",
     )
-    check.add_arguments(chk)
-    chk.set_defaults(func=cmd_check, command_parser=chk)
-
-    demo = sub.add_parser(
-        "demo",
+    _command(
+        sub, "demo", cmd_demo, _demo_arguments,
         help="start a private redis-server, the example plugins and a producer, and show changes flowing",
-        description="A first look: no Redis needed. Runs for --seconds or until Ctrl-C.",
+        description="A first look, no Redis needed: a private redis-server, the two example plugins "
+        "(swssd/orch/examples) in a daemon, and a producer writing ports and routes to APPL_DB. "
+        "Runs for --seconds (or until Ctrl-C), then prints the totals and what to try next.",
+        epilog="exit status: 0 done, 1 the redis-server or the daemon could not start.",
     )
-    demo.add_argument("--seconds", type=float, default=10.0, metavar="N", help="stop after N seconds (default 10)")
-    demo.set_defaults(func=cmd_demo, command_parser=demo)
-
-    prod = sub.add_parser(
-        "produce",
+    _command(
+        sub, "produce", cmd_produce, produce.add_arguments,
         help="write SET/DEL operations to a table, as a SONiC producer does",
         description="Write operations through ProducerStateTable (--kind state, what portsyncd and "
         "fpmsyncd use) or ProducerTable (--kind queue), batched. Operations come from the "
         "command line (set Ethernet0 speed=100000 mtu=9100 del Ethernet4) or from --file: a JSON array "
         'or JSON Lines of {"op": "SET", "key": K, "fvs": {field: value}} (an optional "table" '
-        'overrides --table), or SONiC\'s swssconfig format [{"TABLE:key": {field: value}, "OP": "SET"}].',
+        'overrides --table), or SONiC\'s swssconfig format [{"TABLE:key": {field: value}, "OP": "SET"}]. '
+        "For a plain hash write (CONFIG_DB, STATE_DB) use `swssd db DB hset`.",
         epilog=_TOOL_EPILOG,
     )
-    produce.add_arguments(prod)
-    prod.set_defaults(func=cmd_produce, command_parser=prod)
-
-    dmp = sub.add_parser(
-        "dump",
+    _command(
+        sub, "dump", cmd_dump, dump.add_arguments,
         help="print tables as JSON (the format `swssd replay diff --dump` reads)",
         description='Print {"<table>": {"<key>": {"<field>": "<value>"}}} for every table of a database, '
         "or only the --table ones. Channel bookkeeping keys (*_KEY_SET, *_DEL_SET, ...) and state hashes "
         "(_TABLE:key) are left out.",
         epilog=_TOOL_EPILOG,
     )
-    dump.add_arguments(dmp)
-    dmp.set_defaults(func=cmd_dump, command_parser=dmp)
-
-    st = sub.add_parser(
-        "status",
+    _command(
+        sub, "status", cmd_status, status.add_arguments,
         help="show a running daemon's figures; exit non-zero when it is unhealthy (a health check)",
-        description="Read the daemon's metrics endpoint (config [metrics] enabled = true) and print, "
-        "per table, popped/handled/retried/failed/dead-lettered/pending and the average handler time, "
-        "then the loop lag and reconnects.",
+        description="Read the daemon's metrics endpoint (config [metrics] enabled = true; its address "
+        "comes from --config unless --metrics-url is given) and print, per table, "
+        "popped/handled/retried/failed/dead-lettered/pending and the average handler time, then the "
+        "loop lag and reconnects.",
         epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, not ready), "
-        "2 endpoint unreachable.",
+        "2 endpoint unreachable or no endpoint in the config.",
     )
-    status.add_arguments(st)
-    st.set_defaults(func=cmd_status, command_parser=st)
-
     # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.
     sub.add_parser(
         "replay", add_help=False,

@@ -16,8 +16,10 @@ class ConnectionOptionsError(SwssdError, ValueError):
     """Connection options that contradict each other (e.g. --namespace with --url)."""
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default="APPL_DB", help="database name from database_config.json (default APPL_DB)")
+def add_connection_arguments(parser: argparse.ArgumentParser, db_option: bool = True) -> None:
+    """The options every tool reaches Redis with; `db_option=False` when the database is positional."""
+    if db_option:
+        parser.add_argument("--db", default="APPL_DB", help="database name from database_config.json")
     parser.add_argument(
         "--db-config",
         metavar="PATH",

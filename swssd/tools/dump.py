@@ -20,8 +20,9 @@ BOOKKEEPING_SUFFIXES = ("_KEY_SET", "_DEL_SET", "_KEY_VALUE_OP_QUEUE")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--table", action="append", metavar="TABLE", help="only this table (repeatable; default: every table)")
-    parser.add_argument("--indent", type=int, default=2, metavar="N", help="JSON indentation (default 2; 0 for one line)")
+    parser.add_argument("--table", action="append", metavar="TABLE",
+                        help="only this table (repeatable; default: every table)")
+    parser.add_argument("--indent", type=int, default=2, metavar="N", help="JSON indentation, 0 for one line")
 
 
 async def table_names(db: DBConnector) -> list[str]:

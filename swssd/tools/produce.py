@@ -39,13 +39,15 @@ class Operation:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--table", metavar="TABLE", help="table to write (needed unless every operation names its table)")
+    parser.add_argument("--table", metavar="TABLE",
+                        help="table to write (needed unless every operation names its table)")
     parser.add_argument(
         "--kind", choices=["state", "queue"], default="state",
-        help="state: ProducerStateTable (default); queue: ProducerTable",
+        help="state: ProducerStateTable; queue: ProducerTable",
     )
-    parser.add_argument("--file", type=Path, help="operations from a JSON, JSON Lines or swssconfig file ('-' for stdin)")
-    parser.add_argument("--batch", type=_positive, default=128, metavar="N", help="keys per batched EVALSHA (default 128)")
+    parser.add_argument("--file", type=Path,
+                        help="operations from a JSON, JSON Lines or swssconfig file ('-' for stdin)")
+    parser.add_argument("--batch", type=_positive, default=128, metavar="N", help="keys per batched EVALSHA")
     parser.add_argument(
         "ops", nargs="*", metavar="OP",
         help="'set KEY field=value ...' or 'del KEY'; several operations may follow each other",

@@ -1,7 +1,9 @@
 """`swssd status`: a running daemon's figures as a readable table, and a health check.
 
+The endpoint is the one the daemon's config names ([metrics] address and port), so an operator
+passes the same --config as to `swssd run`; --metrics-url overrides it (`host:port` is enough).
 Exit 0 when healthy; 1 when unhealthy (Redis down, event loop stalled or lagging, not ready);
-2 when the daemon's metrics endpoint cannot be reached.
+2 when the daemon's metrics endpoint cannot be reached or the config names none.
 """
 
 from __future__ import annotations
@@ -13,20 +15,65 @@ import urllib.error
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from ..errors import ConfigError
+from ..orch.config import DEFAULT_CONFIG, MetricsConfig, load_config
 
 COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--metrics-url", default="http://127.0.0.1:9750/metrics",
-        help="the daemon's metrics endpoint (config [metrics] address/port; default %(default)s)",
+        "--config", "-c", type=Path, metavar="FILE",
+        help=f"the daemon's TOML config: its [metrics] address and port (default: {DEFAULT_CONFIG} if present, "
+        "else 127.0.0.1:9750)",
     )
-    parser.add_argument("--max-lag", type=float, default=1.0, help="loop lag in seconds above which the daemon is unhealthy")
-    parser.add_argument("--max-silence", type=float, default=10.0, help="seconds without a loop heartbeat that count as stalled")
+    parser.add_argument(
+        "--metrics-url", metavar="URL",
+        help="the endpoint itself, instead of the config's: http://host:port/metrics, or host:port",
+    )
+    parser.add_argument("--max-lag", type=float, default=1.0, help="loop lag in seconds above which it is unhealthy")
+    parser.add_argument("--max-silence", type=float, default=10.0, help="seconds without a heartbeat: stalled")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the endpoint")
+
+
+class EndpointError(ValueError):
+    """No endpoint to ask: the config cannot be read or does not serve metrics."""
+
+
+def normalize_url(text: str) -> str:
+    """`host:port`, `http://host:port` or a full URL -> a URL with the /metrics path."""
+    url = text if "://" in text else f"http://{text}"
+    return url if urlsplit(url).path not in ("", "/") else url.rstrip("/") + "/metrics"
+
+
+def config_url(metrics: MetricsConfig) -> str:
+    """The URL that reaches what [metrics] serves (an any-address bind is asked on loopback)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(metrics.address, metrics.address)
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{metrics.port}/metrics"
+
+
+def endpoint(args: argparse.Namespace) -> str:
+    """--metrics-url, else the config's [metrics], else the daemon's default address."""
+    if args.metrics_url:
+        return normalize_url(args.metrics_url)
+    path = args.config
+    if path is None:
+        if not Path(DEFAULT_CONFIG).exists():
+            return config_url(MetricsConfig())
+        path = Path(DEFAULT_CONFIG)
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        raise EndpointError(str(exc)) from None
+    if not config.metrics.enabled:
+        raise EndpointError(f"{path}: the daemon serves no metrics: set [metrics] enabled = true (and restart it)")
+    return config_url(config.metrics)
 
 
 @dataclass
@@ -98,10 +145,15 @@ def render(snap: Snapshot) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        with urllib.request.urlopen(args.metrics_url, timeout=args.timeout) as resp:
+        url = endpoint(args)
+    except EndpointError as exc:
+        print(f"swssd status: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with urllib.request.urlopen(url, timeout=args.timeout) as resp:
             text = resp.read().decode()
-    except (urllib.error.URLError, OSError) as exc:
-        print(f"swssd status: cannot reach {args.metrics_url} ({exc}); is the daemon running with [metrics] enabled?",
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"swssd status: cannot reach {url} ({exc}); is the daemon running with [metrics] enabled?",
               file=sys.stderr)
         return 2
     snap = parse(text)
