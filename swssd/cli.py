@@ -29,7 +29,7 @@ from .errors import (
 )
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError, use_config_dir
-from .tools import check, dump, produce, status
+from .tools import check, db, dump, produce, status, watch
 from .tools.connect import ConnectionOptionsError, namespaced
 
 EXIT_CONFIG = 2
@@ -155,8 +155,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 ToolBody = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
-def _run_tool(name: str, body: ToolBody, args: argparse.Namespace) -> int:
-    """Run an async tool and turn each expected failure into one line and an exit status."""
+def _run_tool(name: str, body: ToolBody, args: argparse.Namespace, *, until_interrupted: bool = False) -> int:
+    """Run an async tool and turn each expected failure into one line and an exit status.
+    `until_interrupted`: Ctrl-C is how the tool is meant to stop (exit 0, not 130)."""
     prog = f"swssd {name}"
     try:
         return int(uvloop.run(body(args)))
@@ -177,7 +178,7 @@ def _run_tool(name: str, body: ToolBody, args: argparse.Namespace) -> int:
     except (SwssdError, OSError) as exc:
         return _fail(str(exc) or type(exc).__name__, 1, prog)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130, prog)
+        return 0 if until_interrupted else _fail("interrupted", 130, prog)
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
@@ -188,6 +189,23 @@ def cmd_dump(args: argparse.Namespace) -> int:
     try:
         return _run_tool("dump", dump.run, args)
     except BrokenPipeError:  # `swssd dump | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    try:
+        return _run_tool("db", db.run, args)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    swssd_logging.configure("console", "warning")  # the keyspace-events warning goes to stderr, not stdout
+    try:
+        return _run_tool("watch", watch.run, args, until_interrupted=True)
+    except BrokenPipeError:  # `swssd watch ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
@@ -283,6 +301,26 @@ def build_parser() -> argparse.ArgumentParser:
         description='Print {"<table>": {"<key>": {"<field>": "<value>"}}} for every table of a database, '
         "or only the --table ones. Channel bookkeeping keys (*_KEY_SET, *_DEL_SET, ...) and state hashes "
         "(_TABLE:key) are left out.",
+        epilog=_TOOL_EPILOG,
+    )
+    _command(
+        sub, "db", cmd_db, db.add_arguments,
+        help="run a Redis command on a database named as sonic-db-cli names it (hgetall, keys, hset, del, ...)",
+        description="sonic-db-cli's shape: swssd db APPL_DB hgetall 'PORT_TABLE:Ethernet0', swssd db CONFIG_DB "
+        "keys 'PORT|*', swssd db -n asic0 STATE_DB hset 'PORT_TABLE|Ethernet0' state ok, ... del KEY, hdel KEY "
+        "FIELD. Any Redis command passes through; a hash prints as a Python dict and a list one item a line "
+        "(as sonic-db-cli prints them), or JSON with --json. Options go before DB. Writes here are plain "
+        "hash writes: key-set consumers (APPL_DB) never see them; use `swssd produce` for those.",
+        epilog=_TOOL_EPILOG,
+    )
+    _command(
+        sub, "watch", cmd_watch, watch.add_arguments,
+        help="print a table's changes live, without consuming them",
+        description="Follow --table through Redis keyspace events of its entry hashes (TABLE<sep>*), as a "
+        "SubscriberStateTable does: existing entries first (SET), then one line per change, SET with the "
+        "entry's fields or DEL. Nothing is popped: on APPL_DB key-set tables you see what the consumer "
+        "applied, and the key set stays the consumer's. Needs notify-keyspace-events (SONiC sets AKE). "
+        "Ctrl-C stops.",
         epilog=_TOOL_EPILOG,
     )
     _command(
