@@ -73,10 +73,13 @@ def test_db_config_db_as_sonic_db_cli(clean_redis: EmbeddedRedis, db_config: Pat
     assert ok(*cli, "keys") == "PORT|Ethernet0\n"  # pattern defaults to *
 
 
-async def test_db_appl_db_reads_what_a_producer_wrote(clean_redis: EmbeddedRedis, db_config: Path, db: DBConnector) -> None:
+async def test_db_appl_db_reads_what_a_producer_wrote(
+    clean_redis: EmbeddedRedis, db_config: Path, db: DBConnector
+) -> None:
     await ProducerStateTable(db, "PORT_TABLE").set("Ethernet0", {"admin_status": "up"})
     await ConsumerStateTable(db, "PORT_TABLE").pops()
-    assert ok("db", "--db-config", db_config, "APPL_DB", "hgetall", "PORT_TABLE:Ethernet0") == "{'admin_status': 'up'}\n"
+    hgetall = ok("db", "--db-config", db_config, "APPL_DB", "hgetall", "PORT_TABLE:Ethernet0")
+    assert hgetall == "{'admin_status': 'up'}\n"
     # --url as produce and dump take it: the database number comes from SONiC's usual one for the name
     assert ok("db", "--url", clean_redis.url, "APPL_DB", "hget", "PORT_TABLE:Ethernet0", "admin_status") == "up\n"
 
@@ -163,7 +166,8 @@ async def test_watch_appl_db_leaves_the_key_set_to_the_consumer(
         assert appl.smembers("ROUTE_TABLE_KEY_SET") == {"10.1.0.0/24"}
         popped = await ConsumerStateTable(db, "ROUTE_TABLE").pops()
         assert [t.key for t in popped] == ["10.1.0.0/24"]  # the consumer gets its change
-        assert change(watch.next()) == ("ROUTE_TABLE", "10.1.0.0/24", "SET", {"nexthop": "10.0.0.2", "ifname": "Ethernet0"})
+        applied = {"nexthop": "10.0.0.2", "ifname": "Ethernet0"}
+        assert change(watch.next()) == ("ROUTE_TABLE", "10.1.0.0/24", "SET", applied)
         await ProducerStateTable(db, "ROUTE_TABLE").delete("10.1.0.0/24")
         assert [t.op for t in await ConsumerStateTable(db, "ROUTE_TABLE").pops()] == ["DEL"]
         assert change(watch.next()) == ("ROUTE_TABLE", "10.1.0.0/24", "DEL", {})
