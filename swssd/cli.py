@@ -142,7 +142,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         print(
             f"swssd demo: private redis-server on {server.url}; example plugins mirror PORT_TABLE into "
-            f"STATE_DB and install routes once their ports are up. Ctrl-C stops.",
+            f"STATE_DB and install routes once their ports are up. Runs for {args.seconds:g} seconds "
+            "(--seconds N to change it; Ctrl-C stops sooner), then prints its totals.",
             file=sys.stderr,
         )
         return uvloop.run(run_demo(server.write_database_config(), args.seconds))

@@ -89,3 +89,17 @@ def test_status_config_finds_the_endpoint(clean_redis: EmbeddedRedis, tmp_path: 
         assert "ROUTE_TABLE" in out.stdout and "health: OK" in out.stdout
     finally:
         assert daemon.stop() == 0
+
+
+def test_demo_says_how_long_it_runs_what_its_totals_mean_and_what_next() -> None:
+    out = swssd("demo", "--seconds", "2")
+    assert out.returncode == 0, out.stderr[-3000:]
+    err = out.stderr
+    assert "Runs for 2 seconds (--seconds N to change it; Ctrl-C stops sooner)" in err
+    assert "Ctrl-C stops." not in err
+    totals = err.index("demo totals")
+    legend = err.index("What the totals count:")
+    assert totals < legend < err.index("What to try next:")
+    for word in ("produced", "handled", "waiting", "retries", "dead_lettered"):
+        assert f"\n  {word} " in err[legend:], word
+    assert "swssd run --config" in err and "Write a plugin" in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from pathlib import Path
 
 import structlog
@@ -20,6 +21,28 @@ from swssd.orch.daemon import Daemon
 log = structlog.get_logger("swssd.demo")
 
 PORTS = [f"Ethernet{4 * i}" for i in range(8)]
+
+#: Printed after the totals: what the figures mean, and where to go from here.
+EXPLAINED = """
+What the totals count:
+  produced       changes the demo's producer wrote to APPL_DB (PORT_TABLE, ROUTE_TABLE)
+  handled        tasks the plugins finished; fewer than produced, because changes to one key
+                 made before the daemon popped it merge into one task (orchagent's rule), and
+                 waiting tasks are not finished
+  waiting        tasks held right now by Retry: routes whose port is not up yet (one still
+                 waiting at the end stays in Redis for the next start, as the warning says; the
+                 demo's private redis-server goes away with it)
+  retries        times a waiting route was tried again (on new data, or every retry_interval)
+  dead_lettered  tasks given up on after max_attempts failures (0 here: Retry is not a failure)
+
+What to try next:
+  swssd demo --seconds 60                       watch it longer
+  swssd run --config config/swssd.toml          the daemon on a config of yours (config/ is an example)
+  README "Write a plugin"                       a plugin beside its config, its test, packaging
+  swssd check --config swssd.toml               validate a config and load its plugins, consuming nothing
+  swssd db APPL_DB hgetall 'PORT_TABLE:Ethernet0', swssd watch --db STATE_DB --table PORT_TABLE
+                                                look at tables on a switch, as sonic-db-cli does
+  swssd --help                                  every command, with its exit statuses"""
 
 
 def example_config(database_config: Path | None, retry_interval: float = 0.5) -> Config:
@@ -99,6 +122,7 @@ async def run_demo(database_config: Path, seconds: float) -> int:
         code = await running
         await db.close()
     _summary(daemon, producer)
+    print(EXPLAINED, file=sys.stderr)
     return code
 
 
