@@ -72,8 +72,9 @@ def package_version() -> str:
 
 
 def _fail(message: str, code: int, prog: str = "swssd") -> int:
-    """One line on stderr, however the message was built."""
-    print(f"{prog}: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    """One line on stderr, however the message was built (priority err when stderr is the journal)."""
+    priority = "<3>" if swssd_logging.stderr_is_journal() else ""
+    print(f"{priority}{prog}: error: {' '.join(message.splitlines())}", file=sys.stderr)
     return code
 
 

@@ -1,20 +1,56 @@
 """Log setup with structlog: JSON lines (one event per line, for journald) or a readable console form.
 
 Output goes to stderr or to a file that `reopen()` reopens by name (SIGHUP after logrotate).
-Standard-library log records (asyncio, redis) go through the same renderer.
+Standard-library log records (asyncio, redis) go through the same renderer. When stderr is the
+journal (systemd sets $JOURNAL_STREAM to its device:inode), every line starts with its syslog
+priority, `<3>` ... `<7>`, as sd-daemon(3) describes, so `journalctl -p warning` filters by level.
+
+(This module's name shadows the standard library's `logging` for code inside the package that
+imports it relatively; a rename needs every importer changed, swssd/orch/daemon.py among them.)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
 import structlog
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+#: syslog priority of each level name structlog and the standard library use (sd-daemon(3)).
+PRIORITIES = {"debug": 7, "info": 6, "warning": 4, "warn": 4, "error": 3, "exception": 3, "critical": 2}
+
+Renderer = Callable[[Any, str, MutableMapping[str, Any]], Any]
+
+
+def stderr_is_journal() -> bool:
+    """Whether stderr is the journal's stream ($JOURNAL_STREAM names its device:inode), not a
+    redirection a child inherited the variable through."""
+    dev, sep, ino = os.environ.get("JOURNAL_STREAM", "").partition(":")
+    if not sep:
+        return False
+    try:
+        st = os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (str(st.st_dev), str(st.st_ino)) == (dev, ino)
+
+
+def journal_prefixed(renderer: Renderer) -> Renderer:
+    """`renderer` with each output line led by `<priority>`: a traceback's lines keep its level."""
+
+    def render(logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> str:
+        priority = PRIORITIES.get(str(event_dict.get("level", method_name)).lower(), 6)
+        text = str(renderer(logger, method_name, event_dict))
+        return "\n".join(f"<{priority}>{line}" for line in text.split("\n"))
+
+    return render
 
 
 class _Output:
@@ -64,13 +100,15 @@ def configure(format: str = "console", level: str = "info", file: Path | None = 
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer: Any
+    renderer: Renderer
     if format == "json":
         renderer = structlog.processors.JSONRenderer()
         shared_tail: list[Any] = [structlog.processors.format_exc_info]
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=_output.isatty())
         shared_tail = []
+    if file is None and stderr_is_journal():
+        renderer = journal_prefixed(renderer)
     structlog.configure(
         processors=[*shared, structlog.processors.StackInfoRenderer(), *shared_tail, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),

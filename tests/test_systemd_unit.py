@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 UNIT = Path(__file__).parent.parent / "systemd" / "swssd.service"
+SONIC_DROP_IN = UNIT.parent / "swssd.service.d" / "sonic.conf"
 
 
-def unit() -> configparser.RawConfigParser:
+def unit(path: Path = UNIT) -> configparser.RawConfigParser:
     parser = configparser.RawConfigParser(strict=False)
     parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read(UNIT)
+    parser.read(path)
     return parser
 
 
@@ -34,6 +35,15 @@ def test_service_settings() -> None:
     assert svc["User"] and svc["User"] != "root"
     assert svc["StateDirectory"] and svc["LogsDirectory"]
     assert "swssd run" in svc["ExecStart"]
+    assert svc["SyslogIdentifier"] == "swssd"  # journalctl -t swssd; priorities come from the <N> prefixes
+    assert svc.get("SyslogLevelPrefix", "yes") == "yes"
+
+
+def test_sonic_drop_in_orders_after_database_service() -> None:
+    drop_in = unit(SONIC_DROP_IN)
+    assert drop_in.sections() == ["Unit"]
+    assert drop_in["Unit"]["After"].split() == ["database.service"]
+    assert drop_in["Unit"]["Requires"].split() == ["database.service"]
 
 
 def _systemd_analyze() -> str | None:
@@ -54,6 +64,23 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
     text = UNIT.read_text().replace("/usr/bin/swssd", str(swssd_bin))
     copy = tmp_path / "swssd.service"
     copy.write_text(text)
+    result = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "swssd.service" not in result.stderr, result.stderr
+
+
+def test_systemd_analyze_verify_with_the_sonic_drop_in(tmp_path: Path) -> None:
+    analyze = _systemd_analyze()
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed and the systemd package could not be installed here")
+    swssd_bin = Path(sys.executable).parent / "swssd"
+    # The drop-in's settings merged into the unit: what systemd reads on a SONiC switch.
+    text = UNIT.read_text().replace("/usr/bin/swssd", str(swssd_bin))
+    text = text.replace("[Service]", SONIC_DROP_IN.read_text().replace("[Unit]", "") + "\n[Service]", 1)
+    copy = tmp_path / "swssd.service"
+    copy.write_text(text)
+    # SONiC's database.service, as a stand-in beside it: Requires= needs the unit to exist.
+    (tmp_path / "database.service").write_text("[Service]\nType=oneshot\nExecStart=/bin/true\n")
     result = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "swssd.service" not in result.stderr, result.stderr
