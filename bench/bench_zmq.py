@@ -166,8 +166,8 @@ def run_pair(producer: str, consumer: str, kind: str, count: int, url: str, db_c
             raise RuntimeError(f"{consumer} consumer failed ({cons.returncode})")
         result = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
         assert result["count"] >= count, result
-        if result.get("stalls"):
-            print(f"  note: the C++ consumer's select timed out {result['stalls']} time(s) with data waiting", flush=True)
+        if result.get("early_timeouts"):
+            print(f"  note: the C++ consumer's select() returned TIMEOUT early {result['early_timeouts']} time(s)", flush=True)
         expect(prod.stdout, "sent")
         prod.stdin.write("quit\n")
         prod.stdin.flush()

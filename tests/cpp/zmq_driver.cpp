@@ -13,9 +13,8 @@
 //   zmq_driver consume <database_config.json> <db name> <table> <endpoint> <persist 0|1> <count> <quiet ms>
 //       binds a ZmqServer with a ZmqConsumerStateTable (pop batch 128) under swss::Select,
 //       prints "ready", then every popped change as [key, op, [[f, v], ...]] until <count>
-//       arrived or nothing did for <quiet ms> (a select() that times out while the table holds
-//       changes is counted on stderr and popped anyway); then waits for persistence and prints
-//       "done N"
+//       arrived or nothing did for <quiet ms> (select() returning TIMEOUT early does not end
+//       it); then waits for persistence and prints "done N"
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -139,22 +138,22 @@ static int consume(swss::DBConnector &db, const std::string &table, const std::s
     std::cout << "ready" << std::endl;
     std::deque<swss::KeyOpFieldsValuesTuple> batch;
     long got = 0;
-    int stalls = 0;
+    auto lastSeen = std::chrono::steady_clock::now();
     while (got < count)
     {
         swss::Selectable *ready = nullptr;
         int rc = sel.select(&ready, quietMs);
-        if (rc == swss::Select::TIMEOUT && c.hasData())
+        if (rc == swss::Select::TIMEOUT && !c.hasData())
         {
-            // Under load select() can time out while changes wait (a lost wake-up, seen with
-            // libswsscommon 85a39d8): pop them anyway, and say so on stderr.
-            stalls++;
+            // Select::select also returns TIMEOUT at once when a wake-up's changes were already
+            // taken by an earlier pops(): only a quiet period of <quiet ms> ends the loop.
+            if (std::chrono::steady_clock::now() - lastSeen >= std::chrono::milliseconds(quietMs))
+            {
+                break;
+            }
+            continue;
         }
-        else if (rc == swss::Select::TIMEOUT)
-        {
-            break;
-        }
-        else if (rc != swss::Select::OBJECT)
+        if (rc != swss::Select::OBJECT && rc != swss::Select::TIMEOUT)
         {
             std::cerr << "select returned " << rc << std::endl;
             return 1;
@@ -170,15 +169,15 @@ static int consume(swss::DBConnector &db, const std::string &table, const std::s
             std::cout << json::array({kfvKey(kco), kfvOp(kco), fvs}).dump() << "\n";
             got++;
         }
+        if (!batch.empty())
+        {
+            lastSeen = std::chrono::steady_clock::now();
+        }
         batch.clear();
     }
     while (persist && c.dbUpdaterQueueSize() > 0)
     {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (stalls)
-    {
-        std::cerr << "select() timed out " << stalls << " time(s) with changes waiting" << std::endl;
     }
     std::cout << "done " << got << std::endl;
     return 0;
