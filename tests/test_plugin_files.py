@@ -198,3 +198,11 @@ def test_check_catches_a_broken_plugin_with_exit_3(
     assert out.returncode == 3, out.stderr
     assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("swssd check: error: plugin ")
     assert problem in out.stderr
+
+
+def test_check_warns_as_run_would_about_a_key_set_table_on_state_db(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = write_example(tmp_path, clean_redis)
+    config.write_text(config.read_text().replace('db = "APPL_DB"', 'db = "STATE_DB"'))
+    out = swssd("check", "--config", config)
+    assert out.returncode == 0, out.stderr
+    assert 'warning: orchs.0.tables.0: STATE_DB ROUTE_TABLE is a key-set table (kind "state")' in out.stdout

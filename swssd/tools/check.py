@@ -12,7 +12,7 @@ import argparse
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
-from ..orch.config import DEFAULT_CONFIG, SONIC_DATABASES, Config
+from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, SONIC_DATABASES, Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +51,8 @@ class _Databases:
 
 
 def check(config: Config) -> list[str]:
-    """Raise ConfigError or PluginError for what `swssd run` would refuse; else one line per plugin."""
+    """Raise ConfigError or PluginError for what `swssd run` would refuse; else one line per plugin,
+    and a warning line for what it would warn about at start."""
     plugins.use_config_dir(config)
     databases = _Databases(config)
     lines = []
@@ -66,4 +67,10 @@ def check(config: Config) -> list[str]:
         tables = ", ".join(f"{t.namespace + '/' if t.namespace else ''}{t.db} {t.table} ({t.resolved_kind})"
                            for t in oc.tables)
         lines.append(f"{oc.display_name}: {type(orch).__qualname__} consumes {tables}")
+        lines += [
+            f"warning: orchs.{i}.tables.{j}: {t.db} {t.table} is a key-set table (kind \"state\"), but SONiC "
+            f"writes {t.db} with plain hash writes, which never reach a key-set consumer: if that is how "
+            "this table is written, set kind = \"subscriber\""
+            for j, t in enumerate(oc.tables) if t.kind == "state" and t.db in PLAIN_HASH_DATABASES
+        ]
     return lines
