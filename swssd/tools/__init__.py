@@ -1,1 +1,1 @@
-"""Operator tools behind `swssd produce` and `swssd dump`."""
+"""The operator tools behind `swssd check`, `produce`, `dump`, `db`, `watch` and `status`."""
