@@ -102,8 +102,9 @@ def _import_module(spec: str, module_name: str) -> ModuleType:
         if exc.name != module_name.partition(".")[0]:
             raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
         raise PluginError(
-            f"plugin {spec!r}: no module {module_name!r} on the import path (the config file's directory, "
-            "PYTHONPATH, installed packages); name a file as 'file.py:Class' or install the plugin's package"
+            f"plugin {spec!r}: cannot import {module_name!r}: no module of that name on the import path (the "
+            "config file's directory, PYTHONPATH, installed packages); name a file as 'file.py:Class' or "
+            "install the plugin's package"
         ) from exc
     except Exception as exc:
         raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
