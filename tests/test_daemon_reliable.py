@@ -108,7 +108,7 @@ async def test_a_second_daemon_with_the_same_instance_is_refused(
     first = await start_daemon(config)
     assert first.ready.is_set()
     second = Daemon(config, handle_signals=False)
-    with pytest.raises(ConfigError, match="daemon.instance.*in use by"):
+    with pytest.raises(ConfigError, match=r"daemon\.instance.*in use by"):
         await asyncio.wait_for(second.run(), 20)
     other = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("OTHER")]}],
                         daemon={"instance": "second"})
@@ -116,7 +116,7 @@ async def test_a_second_daemon_with_the_same_instance_is_refused(
 
 
 async def test_shutdown_keeps_what_it_could_not_finish_and_the_next_start_runs_it_first(
-    db: DBConnector, db_config: Path
+    db: DBConnector, db_config: Path  # noqa: F811
 ) -> None:
     tables = [table("HELD", reconcile=True), table("HELDQ", kind="queue")]
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables}],

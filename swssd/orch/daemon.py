@@ -11,6 +11,7 @@ keeps notifications from being read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import signal
 import time
@@ -27,12 +28,12 @@ from ..connector import CONNECTION_ERRORS, DBConnector
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
-from ..selectable import Selectable
-from ..subscriber_state_table import glob_escape
 from ..metrics import LoopProbe
 from ..metrics import serve as serve_metrics
 from ..sdnotify import SystemdNotifier
 from ..select import Select
+from ..selectable import Selectable
+from ..subscriber_state_table import glob_escape
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
 from .lease import InstanceInUseError, InstanceLease
@@ -430,10 +431,8 @@ class Daemon:
         skipped = 0
         cursor = 0
         while True:
-            cursor, names = await db.redis.execute_command(
-                "SCAN", cursor, "MATCH", glob_escape(prefix) + "*", "COUNT", _RECONCILE_CHUNK
-            )
-            names = sorted(set(names))
+            cursor, found = await db.redis.scan(cursor, match=glob_escape(prefix) + "*", count=_RECONCILE_CHUNK)
+            names = sorted({str(n) for n in found})  # str: the client decodes replies
             replies = await db.execute_many([("HGETALL", name) for name in names])
             for name, reply in zip(names, replies):
                 if isinstance(reply, Exception):
@@ -541,10 +540,8 @@ class Daemon:
         return None if sel.cancelled() else sel.result()
 
     async def _sleep(self, seconds: float) -> None:
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
-        except TimeoutError:
-            pass
 
     def _pop_failed(self, worker: TableWorker, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
@@ -589,7 +586,7 @@ class Daemon:
         for hook in self.dead_letter_hooks:
             try:
                 hook(worker, task, reason)
-            except Exception:  # noqa: BLE001 - a hook must not stop the worker
+            except Exception:
                 log.exception("dead-letter hook failed", table=worker.table, key=task.key)
 
     # -- shutdown -----------------------------------------------------------------------
@@ -638,7 +635,7 @@ class Daemon:
             budget = max(0.1, min(_STOP_HOOK_TIMEOUT, deadline - asyncio.get_running_loop().time()))
             try:
                 await asyncio.wait_for(rt.orch.stop(), budget)
-            except Exception:  # noqa: BLE001 - keep shutting down the others
+            except Exception:
                 log.exception("plugin stop() failed", orch=rt.orch.name)
         for task in self._lease_watchers:
             task.cancel()

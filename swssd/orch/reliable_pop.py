@@ -92,7 +92,9 @@ class ReliablePop:
         if isinstance(consumer, ConsumerStateTable):
             consumer.track_deletes = True
             self._script = CST_POPS_RELIABLE
-            self._keys = [consumer.key_set, consumer.name + consumer.separator, consumer.del_set, self.record, self.dead]
+            self._keys = [
+                consumer.key_set, consumer.name + consumer.separator, consumer.del_set, self.record, self.dead,
+            ]
             self._args: list[str | int] = [consumer.pop_batch_size, consumer.state_prefix, DEAD_CAP, EXCERPT]
             self._encode: Callable[[list[KeyOpFieldsValues]], str] = _encode_state
         else:
@@ -230,7 +232,7 @@ class ReliablePop:
         self.last_seq = max(self.last_seq, seq)
         return Batch(seq, tasks)
 
-    def _parse(self, value: str) -> list[KeyOpFieldsValues]:
+    def _parse(self, value: str | bytes) -> list[KeyOpFieldsValues]:
         return self.consumer.parse(json.loads(value))
 
     def _set_aside(self, records: list[str]) -> None:
