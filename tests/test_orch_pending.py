@@ -187,3 +187,28 @@ def test_none_mode_keeps_every_task_in_arrival_order() -> None:
     assert first.task == SET_A
     p.put_back(first)  # a retried notification goes behind the others
     assert p.tasks() == [other, SET_B, DEL, SET_A, SET_A]
+
+
+def test_the_oldest_in_flight_batch_is_kept_through_merges_takes_and_put_backs() -> None:
+    """low_water() is what the reliable pop may not remove from the in-flight record."""
+    p = PendingMap()
+    assert p.low_water() is None
+    p.add(KeyOpFieldsValues("a", "SET", [("f", "1")]), seq=3)
+    p.add(KeyOpFieldsValues("a", "SET", [("f", "2")]), seq=5)  # merged: keeps batch 3
+    p.add(KeyOpFieldsValues("b", "SET", [("f", "1")]), seq=4)
+    p.add(KeyOpFieldsValues("r", "SET", [("f", "1")]))  # reconcile: no batch
+    assert p.low_water() == 3
+    p.add(KeyOpFieldsValues("a", "DEL", []), seq=6)  # replaces, still holds batch 3's key
+    assert p.low_water() == 3
+    entry = p.take("a")
+    assert p.low_water() == 3, "a task being handled still needs its batches"
+    p.add(KeyOpFieldsValues("a", "SET", [("f", "3")]), seq=7)
+    p.put_back(entry)  # the later SET merges behind it
+    assert [e.seq for e in p.entries_of("a")] == [3, 7]
+    p.done(p.take("a"))
+    assert p.low_water() == 4
+    p.rebase(2)
+    assert {e.seq for e in p.live()} == {2}
+    for key in ("b", "r", "a"):
+        p.done(p.take(key))
+    assert p.low_water() is None and not p.live()

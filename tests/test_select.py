@@ -490,3 +490,25 @@ async def test_consumer_table_and_state_table_in_one_select(
     assert {k: e.fvs for k, e in state.items() if k != "Ethernet3"} == {
         f"Ethernet{i}": [("i", str(i))] for i in range(10) if i != 3
     }
+
+
+async def test_a_paused_table_is_passed_over_until_resumed(db: DBConnector, sel: Select) -> None:
+    """Pauses nest (backpressure and a refused pop may overlap); resume wakes a waiting select."""
+    await ProducerStateTable(db, "PAUSE_A").set("k", [("f", "v")])
+    await ProducerStateTable(db, "PAUSE_B").set("k", [("f", "v")])
+    a, b = ConsumerStateTable(db, "PAUSE_A", priority=1), ConsumerStateTable(db, "PAUSE_B")
+    await added(sel, a)
+    await added(sel, b)
+    sel.pause(a)
+    sel.pause(a)
+    assert sel.paused(a) and not sel.paused(b)
+    assert await sel.select(timeout=0) is b
+    await b.pops()
+    assert await sel.select(timeout=0) is None, "only the paused table is ready"
+    sel.resume(a)
+    assert sel.paused(a) and await sel.select(timeout=0) is None, "one pause is still in place"
+    waiting = asyncio.ensure_future(sel.select(timeout=WAIT))
+    await asyncio.sleep(0.05)
+    sel.resume(a)
+    assert await asyncio.wait_for(waiting, WAIT) is a
+    assert not sel.paused(a)
