@@ -214,3 +214,20 @@ def test_second_daemon_of_one_instance_exits_2_with_one_line(clean_redis: Embedd
         assert fourth.events("instance lease taken over from a process that is gone")
     finally:
         assert fourth.stop() == 0
+
+
+async def test_a_task_held_back_for_ever_does_not_grow_the_record(
+    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+) -> None:
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch",
+                                      "tables": [table("HOLDQ", kind="queue", pop_batch_size=1)]}])
+    daemon = await start_daemon(config)
+    producer = ProducerTable(db, "HOLDQ")
+    await producer.set("hold-forever", [("f", "0")])
+    for i in range(400):
+        await producer.set(f"k{i}", [("f", str(i))])
+    await eventually(lambda: len(orch_of(daemon).handled) == 400, timeout=30)
+    await asyncio.sleep(0.3)
+    fields = await db.redis.hkeys(inflight_key("swssd", "HOLDQ"))
+    assert len(fields) <= 258, len(fields)
+    assert daemon.reliable[daemon.workers[0]].compactions >= 1
