@@ -322,11 +322,12 @@ class _ServerSubscription:
                 continue
             kind = reply[0]
             if kind == "message":
-                for table in subscribed.get(Subscription(reply[1]), ()):
+                # plain tuples: equal to the Subscription keys, without NamedTuple's slow __new__
+                for table in subscribed.get((reply[1], False), ()):
                     table.on_message(reply[1], reply[2])
                 woken = False
             elif kind == "pmessage":
-                for table in subscribed.get(Subscription(reply[1], True), ()):
+                for table in subscribed.get((reply[1], True), ()):
                     table.on_message(reply[2], reply[3])
                 woken = False
             elif kind in _CONFIRMATIONS:

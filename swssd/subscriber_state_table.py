@@ -221,7 +221,7 @@ class SubscriberStateTable(Selectable, TableBase):
         items: Any = flat.items() if isinstance(flat, dict) else zip(flat[::2], flat[1::2])
         if self.raw_fields:
             return list(items)
-        return [(strip_special(f), v) for f, v in items]
+        return [(strip_special(f) if "@" in f else f, v) for f, v in items]
 
     def _set(self, key: str, fvs: FieldValues) -> KeyOpFieldsValues:
         self._delivered[key] = hash(tuple(fvs))
