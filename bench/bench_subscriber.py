@@ -92,18 +92,23 @@ def cpp_run(binary: Path, mode: str, db_config: Path, count: int, server: Embedd
 
 
 class LagProbe:
-    """How late a 1 ms sleep wakes up, every time, while running."""
+    """How late a 1 ms sleep wakes up, every time, while running; and how much of each delay
+    this process spent on the CPU (on a loaded machine the rest is other processes' turn)."""
 
     def __init__(self) -> None:
         self.lags: list[float] = []
+        #: per sample, the part of the delay this process was running: its own stall
+        self.busy: list[float] = []
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            start = loop.time()
+            start, cpu = loop.time(), time.process_time()
             await asyncio.sleep(0.001)
-            self.lags.append(loop.time() - start - 0.001)
+            lag = loop.time() - start - 0.001
+            self.lags.append(lag)
+            self.busy.append(min(lag, max(0.0, time.process_time() - cpu - 0.001)))
 
     def __enter__(self) -> LagProbe:
         self._task = asyncio.ensure_future(self._run())
@@ -182,7 +187,7 @@ def main() -> None:
         if binary is None:
             print("no sonic-swss-common tree (--swss-common or $SWSS_COMMON_DIR): swssd only")
         results: dict[str, dict[str, list[float]]] = {"stream": {}, "startup": {}}
-        lags: list[tuple[float, float]] = []
+        lags: list[tuple[float, float, float]] = []
         for round_ in range(args.repeat):
             sides = ["cpp", "swssd"] if round_ % 2 == 0 else ["swssd", "cpp"]
             for mode in ("stream", "startup"):
@@ -195,7 +200,8 @@ def main() -> None:
                     else:
                         seconds, probe = uvloop.run(swssd_run(mode, server, n))
                         if mode == "startup":
-                            lags.append((probe.percentile(0.99), max(probe.lags, default=0.0)))
+                            lags.append((probe.percentile(0.99), max(probe.lags, default=0.0),
+                                         max(probe.busy, default=0.0)))
                     results[mode].setdefault(side, []).append(seconds)
                     print(f"round {round_ + 1} {mode:7} {side:5}: {n / seconds:10,.0f} changes/s ({seconds:.3f} s)",
                           flush=True)
@@ -209,10 +215,12 @@ def main() -> None:
                 print(f"{label:40} {cpp:12,.0f} {sw:12,.0f} {sw / cpp:6.2f}x")
             else:
                 print(f"{label:40} {'-':>12} {sw:12,.0f}")
-        p99 = statistics.median(p for p, _ in lags) * 1000
-        worst = max(m for _, m in lags) * 1000
+        p99 = statistics.median(p for p, _, _ in lags) * 1000
+        worst = max(m for _, m, _ in lags) * 1000
+        own = max(b for _, _, b in lags) * 1000
         print(f"swssd start-up of {n:,} entries: event-loop lag p99 {p99:.1f} ms (median of rounds), "
-              f"max {worst:.1f} ms (worst round)")
+              f"max {worst:.1f} ms (worst round), of which this process was running at most {own:.1f} ms "
+              f"(load average now {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

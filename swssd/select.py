@@ -313,34 +313,27 @@ class _ServerSubscription:
     async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
         subscribed = self._subscribed
         wake = self._select._wake
-        woken = True
-        async for reply in read_replies(conn):
-            if reply is None:  # every buffered message handed over: one wake-up for the burst
-                if not woken:
-                    wake()
-                    woken = True
-                continue
-            kind = reply[0]
-            if kind == "message":
+        async for burst in read_replies(conn):
+            for reply in burst:
+                kind = reply[0]
                 # plain tuples: equal to the Subscription keys, without NamedTuple's slow __new__
-                for table in subscribed.get((reply[1], False), ()):
-                    table.on_message(reply[1], reply[2])
-                woken = False
-            elif kind == "pmessage":
-                for table in subscribed.get((reply[1], True), ()):
-                    table.on_message(reply[2], reply[3])
-                woken = False
-            elif kind in _CONFIRMATIONS:
-                sub = Subscription(reply[1], kind == "psubscribe")
-                self._confirmed.add(sub)
-                for waiter in self._waiters.pop(sub, ()):
-                    if not waiter.done():
-                        waiter.set_result(None)
-                if resubscribed:
-                    # What was published while we were away is gone: let every table look again.
-                    for table in subscribed.get(sub, ()):
-                        table.on_resubscribed()
-                    woken = False
+                if kind == "pmessage":
+                    for table in subscribed.get((reply[1], True), ()):
+                        table.on_message(reply[2], reply[3])
+                elif kind == "message":
+                    for table in subscribed.get((reply[1], False), ()):
+                        table.on_message(reply[1], reply[2])
+                elif kind in _CONFIRMATIONS:
+                    sub = Subscription(reply[1], kind == "psubscribe")
+                    self._confirmed.add(sub)
+                    for waiter in self._waiters.pop(sub, ()):
+                        if not waiter.done():
+                            waiter.set_result(None)
+                    if resubscribed:
+                        # What was published while we were away is gone: let every table look again.
+                        for table in subscribed.get(sub, ()):
+                            table.on_resubscribed()
+            wake()  # once per burst
 
     async def close(self) -> None:
         if self._task is not None:

@@ -74,6 +74,7 @@ class SubscriberStateTable(Selectable, TableBase):
         self.enable_keyspace_events = enable_keyspace_events
         self.prefix = f"{name}{self.separator}"
         self._channel_prefix = f"__keyspace@{db.db_id}__:{self.prefix}"
+        self._channel_prefix_len = len(self._channel_prefix)
         self._pattern = f"__keyspace@{db.db_id}__:{glob_escape(self.prefix)}*"
         #: keys with events since their last read -> whether one of the events deleted the key
         self._pending: dict[str, bool] = {}
@@ -104,10 +105,12 @@ class SubscriberStateTable(Selectable, TableBase):
             self.bad_entries += 1
             log.error("keyspace event outside the table", table=self.name, channel=channel[:_EXCERPT])
             return
-        key = channel[len(self._channel_prefix):]
-        gone = data in _GONE_EVENTS
-        if gone or key not in self._pending:
-            self._pending[key] = gone or self._pending.get(key, False)
+        key = channel[self._channel_prefix_len:]
+        pending = self._pending
+        if data in _GONE_EVENTS:
+            pending[key] = True
+        elif key not in pending:
+            pending[key] = False
 
     def on_resubscribed(self) -> None:
         self._resync_needed = True
@@ -225,11 +228,12 @@ class SubscriberStateTable(Selectable, TableBase):
 
     def _set(self, key: str, fvs: FieldValues) -> KeyOpFieldsValues:
         self._delivered[key] = hash(tuple(fvs))
-        return KeyOpFieldsValues(key, SET_COMMAND, fvs)
+        # tuple.__new__ skips NamedTuple's Python-level __new__ (once per change)
+        return tuple.__new__(KeyOpFieldsValues, (key, SET_COMMAND, fvs))
 
     def _deleted(self, key: str) -> KeyOpFieldsValues:
         self._delivered.pop(key, None)
-        return KeyOpFieldsValues(key, DEL_COMMAND, [])
+        return tuple.__new__(KeyOpFieldsValues, (key, DEL_COMMAND, []))
 
     def _bad_entry(self, key: str, error: Exception) -> None:
         self.bad_entries += 1

@@ -63,28 +63,27 @@ READ_SIZE = 1 << 16
 
 
 async def read_replies(conn: AbstractConnection) -> AsyncIterator[list[Any]]:
-    """Every reply arriving on a connected `conn`, for a reader that only reads (pub/sub).
+    """The replies arriving on a connected `conn`, burst by burst, for a reader that only reads
+    (pub/sub): each list holds what one read from the socket completed.
 
     Straight from the connection's hiredis reader: redis-py's read_response costs several Python
     layers a reply, and for RESP3 push messages also formats each one for a debug log, which
-    dominated a busy keyspace subscription. Yields None when the buffered replies are used up,
-    just before waiting for the socket, so the caller can act once per burst.
+    dominated a busy keyspace subscription. A burst at a time lets the caller act once per burst.
     """
     reader = getattr(conn._parser, "_reader", None)  # type: ignore[attr-defined]
     if not isinstance(reader, hiredis.Reader):  # no hiredis parser: the slow, general path
         while True:
-            yield await conn.read_response(timeout=None, push_request=True)
-            yield None
+            yield [await conn.read_response(timeout=None, push_request=True)]
     stream = conn._reader  # type: ignore[attr-defined]
     while True:
-        reply = reader.gets()
-        if reply is NOT_ENOUGH_DATA:
-            yield None
-            data = await stream.read(READ_SIZE)
-            if not data:
-                raise RedisConnectionError(SERVER_CLOSED)
-            reader.feed(data)
-        elif isinstance(reply, Exception):
-            raise reply
-        else:
-            yield reply
+        burst = []
+        while (reply := reader.gets()) is not NOT_ENOUGH_DATA:
+            if isinstance(reply, Exception):
+                raise reply
+            burst.append(reply)
+        if burst:
+            yield burst
+        data = await stream.read(READ_SIZE)
+        if not data:
+            raise RedisConnectionError(SERVER_CLOSED)
+        reader.feed(data)
