@@ -1,6 +1,7 @@
 """swssd: SONiC's Redis table channels for asyncio Python, wire-exact with sonic-swss-common."""
 
 from .configdb import ConfigDBConnector
+from .configdb_listener import ConfigEvent, ConfigEvents
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .consumer_state_table import ConsumerStateTable
@@ -31,6 +32,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConfigDBConnector",
+    "ConfigEvent",
+    "ConfigEvents",
     "ConfigError",
     "ConsumerStateTable",
     "ConsumerTable",
