@@ -16,7 +16,9 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
   CST drain      ConsumerStateTable pops until empty, of a key set pre-filled with batched sets
   CT drain       ConsumerTable pops until empty, of an op queue pre-filled by a buffered
                  ProducerTable; swssd's drains are also run with prefetch (the next pop sent
-                 while the last batch is handed over), against the same C++ figure
+                 while the last batch is handed over), against the same C++ figure: the
+                 library's prefetch=True where the checkout has it, else the daemon's own pop
+                 (swssd.orch.reliable_pop, which also records each batch in Redis)
 
 Timing: a producer over its calls only (the buffered one up to the end of its last flush); a
 consumer from the start of the pop that returned the first key to the end of the one that returned
