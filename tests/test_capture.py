@@ -216,3 +216,52 @@ async def test_swss_rec_form_per_kind(tmp_path: Path) -> None:
         "PORT_TABLE:Ethernet8|DEL",
     ]
     assert len(read_jsonl(w.path)) == 8 and (w.written, w.dropped, w.errors) == (8, 0, 0)
+
+
+async def test_file_ending_mid_line_gets_a_newline_and_rec_a_started_line(tmp_path: Path) -> None:
+    """After a SIGKILL during a write: the partial last line stays a line of its own."""
+    jsonl = tmp_path / "swssd.capture.jsonl"
+    rec = tmp_path / "swss.rec"
+    jsonl.write_bytes(b'{"ts":"2026-11-25T00:00:00.000000Z","seq":1}\n{"ts":"2026-11-25T00:0')
+    rec.write_bytes(b"2026-11-25.00:00:00.000000|recording started\n"
+                    b"2026-11-25.00:00:00.000001|PORT_TABLE:Ethernet0|SET|mt")
+    w = CaptureWriter(tmp_path, host="h", rec=True)
+    await w.start()
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet4", "SET", [("mtu", "9100")])])
+    await w.close()
+    lines = jsonl.read_bytes().split(b"\n")
+    assert lines[1] == b'{"ts":"2026-11-25T00:0' and lines[-1] == b""
+    assert json.loads(lines[2])["key"] == "Ethernet4"
+    rec_lines = rec.read_text().splitlines()
+    assert rec_lines[1].endswith("|SET|mt")
+    assert re.fullmatch(REC_TS + r"\|recording started", rec_lines[2])
+    assert rec_lines[3].endswith("|PORT_TABLE:Ethernet4|SET|mtu:9100") and len(rec_lines) == 4
+
+
+async def test_each_start_writes_recording_started_and_whole_files_stay_whole(tmp_path: Path) -> None:
+    for run in range(3):
+        w = CaptureWriter(tmp_path, host="h", rec=True)
+        await w.start()
+        w.record("APPL_DB", "T", ":", [K(f"k{run}", "SET", [("a", "1")])])
+        await w.close()
+    rec_lines = (tmp_path / "swss.rec").read_text().splitlines()
+    assert [line.split("|", 1)[1] for line in rec_lines] == [
+        "recording started", "T:k0|SET|a:1",
+        "recording started", "T:k1|SET|a:1",
+        "recording started", "T:k2|SET|a:1",
+    ]
+    assert [r["key"] for r in read_jsonl(tmp_path / "swssd.capture.jsonl")] == ["k0", "k1", "k2"]
+
+
+async def test_dead_letters_stay_out_of_swss_rec_and_are_flagged_in_json(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path, host="h", rec=True)
+    await w.start()
+    w.record("APPL_DB", "T", ":", [K("good", "SET", [("a", "1")])])
+    w.record("APPL_DB", "T", ":", [K("bad", "SET", [("a", "2")])], dead_letter=True,
+             reason="handler failed")
+    await w.close()
+    rec_lines = (tmp_path / "swss.rec").read_text().splitlines()
+    assert [line.split("|", 1)[1] for line in rec_lines] == ["recording started", "T:good|SET|a:1"]
+    recs = read_jsonl(tmp_path / "swssd.capture.jsonl")
+    assert [(r["key"], r.get("dead_letter")) for r in recs] == [("good", None), ("bad", True)]
+    assert recs[1]["reason"] == "handler failed"

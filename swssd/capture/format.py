@@ -114,5 +114,5 @@ def rec_line(task: CapturedTask) -> bytes:
 
 
 def rec_started_line(ts_us: int) -> bytes:
-    """The first line of every swss.rec file."""
+    """The first line of every swss.rec file, and a line of its own each time a run opens it."""
     return f"{rec_ts(ts_us)}|{REC_STARTED}\n".encode()

@@ -32,15 +32,36 @@ class RotatingFile:
         # newline so that partial line stays a line of its own (a reject for replay, not a merge).
         self._broken_line = False
         self.lines_done = 0
+        self._opened_before = False
 
     def open(self) -> None:
+        """Open for appending. The header is written to an empty file and, on this object's first
+        open, also to a file that already has lines (a new run appending to an old file). A file
+        that ends mid-line (the process was killed during a write) gets a newline first, so the
+        next line is never glued to the partial one."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives until close()
         self._size = os.fstat(self._file.fileno()).st_size
+        first_open = not self._opened_before
+        self._opened_before = True
         if self._size == 0:
             self._broken_line = False
+        elif not self._broken_line and not self._ends_with_newline():
+            self._broken_line = True
+        if self._size == 0 or first_open:
+            if self._broken_line:
+                self._write(b"\n")
+                self._broken_line = False
             if self._header is not None:
                 self._write(self._header())
+
+    def _ends_with_newline(self) -> bool:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                return f.read(1) == b"\n"
+        except OSError:
+            return True
 
     def close(self) -> None:
         if self._file is not None:

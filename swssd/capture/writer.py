@@ -41,7 +41,11 @@ class _Control:
 
 class CaptureWriter:
     """Append captured tasks to `directory/file_name` (and `directory/swss.rec` when rec=True,
-    notifications left out as orchagent leaves them out).
+    notifications left out as orchagent leaves them out, and dead-lettered tasks left out as they
+    were never applied; the JSON Lines capture keeps them, flagged).
+
+    Each start writes a `recording started` line to swss.rec, and a file left ending mid-line
+    (the daemon was killed during a write) gets a newline before the new records.
 
     Files rotate by size like logging's RotatingFileHandler (name.1 is the newest backup);
     `reopen()` closes and reopens them by name, for logrotate's SIGHUP. At most `max_queue`
@@ -224,7 +228,9 @@ class CaptureWriter:
             self.written += self._jsonl.lines_done
             self._dropped_io += len(batch) - self._jsonl.lines_done
         if self._rec is not None:
-            rec_lines = [rec_line(t) for t in batch if t.kind != "notification"]
+            rec_lines = [
+                rec_line(t) for t in batch if t.kind != "notification" and not t.dead_letter
+            ]
             if rec_lines:
                 self._guarded(self._rec, self._rec.write_lines, rec_lines)
 
