@@ -17,7 +17,7 @@ from .errors import (
     UnknownNamespaceError,
 )
 from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
-from .notification_consumer import NotificationConsumer
+from .notification_consumer import Notification, NotificationConsumer
 from .notification_producer import NotificationProducer
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
@@ -43,6 +43,7 @@ __all__ = [
     "FieldValues",
     "InvalidSeparatorError",
     "KeyOpFieldsValues",
+    "Notification",
     "NotificationConsumer",
     "NotificationProducer",
     "Orch",

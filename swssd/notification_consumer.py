@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import structlog
 
 from .connector import DBConnector
-from .fields import KeyOpFieldsValues
+from .fields import FieldValues, KeyOpFieldsValues
 from .selectable import Selectable, Subscription
 
 log = structlog.get_logger(__name__)
@@ -62,12 +63,21 @@ def parse_notification(msg: str) -> KeyOpFieldsValues:
     return KeyOpFieldsValues(items[1], items[0], list(zip(items[2::2], items[3::2])))
 
 
+class Notification(NamedTuple):
+    """One notification as C++ pop(op, data, values) and swsscommon's pop() return it."""
+
+    op: str
+    data: str
+    fvs: FieldValues
+
+
 class NotificationConsumer(Selectable):
     """The C++ NotificationConsumer: SUBSCRIBEs `channel` as given (pub/sub is server-wide, the
     database id plays no part) and hands over what NotificationProducer sends, in order.
 
-    Items are KeyOpFieldsValues(key=data, op=op, fvs=values), the tuple C++ pops() fills;
-    C++ pop(op, data, values) is `key, op, fvs = await pop()` here.
+    pops() returns KeyOpFieldsValues(key=data, op=op, fvs=values), the tuples C++ pops() fills;
+    pop() returns one Notification(op, data, fvs), in the order of C++ pop(op, data, values) and
+    swsscommon's `(op, data, fvs) = pop()`.
 
     It receives through a Select: the subscription exists once `await select.add(consumer)`
     returns. Notifications are not stored: what was sent before that, or while the pub/sub
@@ -182,9 +192,13 @@ class NotificationConsumer(Selectable):
         buffer = self._buffer
         return [buffer.popleft() for _ in range(min(len(buffer), self.pop_batch_size))]
 
-    async def pop(self) -> KeyOpFieldsValues | None:
-        """The oldest notification as KeyOpFieldsValues(data, op, fvs); None when none waits."""
-        return self._buffer.popleft() if self._buffer else None
+    async def pop(self) -> Notification | None:  # type: ignore[override]
+        """The oldest notification as swsscommon's pop() gives it, `op, data, fvs = await pop()`;
+        None when none waits (C++ throws)."""
+        if not self._buffer:
+            return None
+        data, op, fvs = self._buffer.popleft()
+        return Notification(op, data, fvs)
 
     def __repr__(self) -> str:
         return f"NotificationConsumer({self.channel!r}, db={self.db.name or self.db.db_id})"

@@ -159,7 +159,8 @@ async def test_round_trip_through_select(db: DBConnector, sel: Select) -> None:
     producer = NotificationProducer(db, "testntf")
     assert await producer.send("aaa", "bbb", [("a", "b")]) == 1
     assert await sel.select(timeout=WAIT) is nc
-    assert await nc.pop() == KeyOpFieldsValues("bbb", "aaa", [("a", "b")])
+    op, data, cfvs = await nc.pop()  # swsscommon: (op, data, cfvs) = ntfc.pop()
+    assert (op, data, cfvs) == ("aaa", "bbb", [("a", "b")])
     assert await nc.pop() is None
     for (op, data, values), _ in WIRE_CASES:
         await producer.send(op, data, values)
@@ -167,15 +168,24 @@ async def test_round_trip_through_select(db: DBConnector, sel: Select) -> None:
     assert nc.malformed == 0
 
 
-async def test_key_op_fvs_unpack_as_cpp_pop(db: DBConnector, sel: Select) -> None:
+async def test_pops_unpack_as_cpp_pops_and_pop_as_cpp_pop(db: DBConnector, sel: Select) -> None:
     nc = NotificationConsumer(db, "NOTIFICATIONS")
     await sel.add(nc)
-    await NotificationProducer(db, "NOTIFICATIONS").send("port_state_change", "[]", [("k", "v")])
-    await wait_for(lambda: nc.ready, "the notification")
+    producer = NotificationProducer(db, "NOTIFICATIONS")
+    await producer.send("port_state_change", "[]", [("k", "v")])
+    await producer.send("second", "d2", [])
+    await wait_for(lambda: len(nc._buffer) == 2, "the notifications")
+    first, second = await nc.pops()
+    data, op, values = first  # C++ pops: KeyOpFieldsValuesTuple(data, op, values)
+    assert (op, data, values) == ("port_state_change", "[]", [("k", "v")])
+    assert (second.key, second.op, second.fvs) == ("d2", "second", [])
+    await producer.send("third", "d3", [("a", "b")])
+    await wait_for(lambda: nc.ready, "the third notification")
     item = await nc.pop()
     assert item is not None
-    data, op, values = item  # C++ pops: KeyOpFieldsValuesTuple(data, op, values)
-    assert (op, data, values) == ("port_state_change", "[]", [("k", "v")])
+    op, data, values = item  # C++ pop(op, data, values); swsscommon's (op, data, fvs) = pop()
+    assert (op, data, values) == ("third", "d3", [("a", "b")])
+    assert (item.op, item.data, item.fvs) == ("third", "d3", [("a", "b")])
 
 
 async def test_alongside_a_table_on_one_pubsub_connection(db: DBConnector, sel: Select) -> None:
