@@ -22,14 +22,25 @@ from .lua import Script
 from .wire import pack_command, use_hiredis_packing
 
 
+#: Seconds to establish a connection (TCP, TLS handshake, unix socket) before giving up.
+CONNECT_TIMEOUT = 5.0
+#: Seconds to wait for a command's reply. Far longer than any pop script or command of this
+#: library takes (milliseconds), so it only fires when Redis is stalled; pub/sub connections,
+#: which wait for messages, have none.
+READ_TIMEOUT = 30.0
+
+
 def client_options() -> dict[str, Any]:
     """Options of every client: strings cross the wire as UTF-8 (bytes that are not UTF-8 survive
-    as surrogate escapes), and a dropped connection is retried 3 times within about a second
-    (a Redis restart), before the caller sees the error."""
+    as surrogate escapes), a dropped connection is retried 3 times within about a second
+    (a Redis restart) before the caller sees the error, and connecting and reading time out
+    (CONNECT_TIMEOUT, READ_TIMEOUT) rather than hang on a stalled Redis."""
     return {
         "decode_responses": True,
         "encoding_errors": "surrogateescape",
         "retry": Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.05), 3),
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": READ_TIMEOUT,
     }
 
 
@@ -79,8 +90,11 @@ class DBConnector:
         username: str | None = None,
         password: str | None = None,
         ssl: bool = False,
+        **options: Any,
     ) -> DBConnector:
         """Connect to `db_name` as database_config.json places it (unix socket preferred).
+
+        `options` override client_options() (e.g. socket_timeout, socket_connect_timeout).
 
         With a `namespace` (multi-ASIC), `config` is database_global.json (a path, a
         SonicDBGlobalConfig, or None for $SWSSD_DB_GLOBAL_CONFIG, else SONiC's default) and the
@@ -89,7 +103,9 @@ class DBConnector:
         placed = resolve_config(config, namespace)
         info = placed.database(db_name)
         inst = placed.instances[info.instance]
-        kwargs: dict[str, Any] = dict(client_options(), db=info.id, username=username, password=password)
+        kwargs: dict[str, Any] = dict(
+            client_options(), **options, db=info.id, username=username, password=password
+        )
         if inst.unix_socket_path:
             client = aioredis.Redis(unix_socket_path=inst.unix_socket_path, **kwargs)
         else:
@@ -105,10 +121,13 @@ class DBConnector:
         db_id: int | None = None,
         separator: str = ":",
         name: str | None = None,
+        **options: Any,
     ) -> DBConnector:
-        """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's."""
+        """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's.
+
+        `options` override client_options() (e.g. socket_timeout, socket_connect_timeout)."""
         check_separator(separator)
-        pool = aioredis.ConnectionPool.from_url(url, **client_options())
+        pool = aioredis.ConnectionPool.from_url(url, **{**client_options(), **options})
         if db_id is None:
             db_id = int(pool.connection_kwargs.get("db") or 0)
         pool.connection_kwargs["db"] = db_id

@@ -39,6 +39,15 @@ class RedisConfig(_Section):
     username: str | None = None
     password: str | None = None
     tls: bool = False
+    #: seconds to connect (TCP, TLS handshake) before the attempt fails and is retried
+    connect_timeout: float = Field(5.0, gt=0)
+    #: seconds to wait for a command's reply (a pop that takes longer is read back from the
+    #: in-flight record); far longer than any pop takes, so only a stalled Redis hits it
+    read_timeout: float = Field(30.0, gt=0)
+    #: the liveness probe: a PING on its own connection every probe_interval seconds; no
+    #: answer within probe_timeout reports Redis as not answering (log, redis_up 0, status)
+    probe_interval: float = Field(1.0, gt=0)
+    probe_timeout: float = Field(2.0, gt=0)
 
     @model_validator(mode="after")
     def _one_source(self) -> RedisConfig:

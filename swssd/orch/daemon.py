@@ -21,6 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
 from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .. import logging as swssd_logging
 from ..capture import CaptureWriter
@@ -83,6 +84,9 @@ class Daemon:
         self._force = asyncio.Event()
         self._kick = asyncio.Event()
         self._pop_error: str | None = None
+        #: why the liveness probe last failed (None while every server answers its PING)
+        self._probe_error: str | None = None
+        self._probe_down_since: float | None = None
         self._down_since: float | None = None
         self._crashed = False
         #: True once subscribed and the first drain found no table ready (READY=1 then)
@@ -125,7 +129,10 @@ class Daemon:
         """One line for systemd's STATUS=: what the daemon is doing."""
         popped = sum(w.stats.popped for w in self.workers)
         handled = sum(w.stats.handled for w in self.workers)
-        state = "serving" if self.redis_up else "Redis unreachable, retrying"
+        if self._probe_error is not None:
+            state = "Redis not answering, waiting"
+        else:
+            state = "serving" if self.redis_up else "Redis unreachable, retrying"
         return (f"{state}: {len(self.workers)} tables; popped {popped}, handled {handled}, "
                 f"pending {self.pending_count}")
 
@@ -135,8 +142,8 @@ class Daemon:
 
     @property
     def redis_up(self) -> bool:
-        """Whether the last pop worked and every pub/sub connection is up."""
-        return self._pop_error is None and self.select.connected
+        """Whether the last pop worked, every pub/sub connection is up and Redis answers the probe."""
+        return self._pop_error is None and self._probe_error is None and self.select.connected
 
     # -- running ------------------------------------------------------------------------
 
@@ -151,6 +158,7 @@ class Daemon:
             if not await self._until_stopped(self._start()):
                 return 1 if self._force.is_set() else 0
             helpers.append(asyncio.ensure_future(self._watch_health()))
+            helpers.append(asyncio.ensure_future(self._probe_redis()))
             helpers.append(asyncio.ensure_future(self.loop_probe.run()))
             self._serve_metrics()
             await self._consume()
@@ -309,17 +317,21 @@ class Daemon:
         r = self.config.redis
         while True:
             try:
+                timeouts = {"socket_connect_timeout": r.connect_timeout, "socket_timeout": r.read_timeout}
                 if namespace:
                     return await DBConnector.connect(
                         name, self._global_config, namespace=namespace,
-                        username=r.username, password=r.password, ssl=r.tls,
+                        username=r.username, password=r.password, ssl=r.tls, **timeouts,
                     )
                 if self._db_config is not None:
                     return await DBConnector.connect(
-                        name, self._db_config, username=r.username, password=r.password, ssl=r.tls
+                        name, self._db_config, username=r.username, password=r.password, ssl=r.tls,
+                        **timeouts,
                     )
                 db_id, separator = SONIC_DATABASES[name]
-                return await DBConnector.from_url(self._url(), db_id=db_id, separator=separator, name=name)
+                return await DBConnector.from_url(
+                    self._url(), db_id=db_id, separator=separator, name=name, **timeouts
+                )
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()
                 if now - last_log >= self.config.daemon.health_interval:
@@ -571,11 +583,65 @@ class Daemon:
             elif pubsub_down_since is None:
                 pubsub_down_since = now
             if not self.redis_up:
-                since = self._down_since or pubsub_down_since or now
+                since = self._down_since or self._probe_down_since or pubsub_down_since or now
                 log.warning(
                     "Redis unreachable; still retrying", down_for=round(now - since, 1),
-                    error=self._pop_error or "pub/sub connection down", pending=self.pending_count,
+                    error=self._pop_error or self._probe_error or "pub/sub connection down",
+                    pending=self.pending_count,
                 )
+
+    async def _probe_redis(self) -> None:
+        """Liveness: a PING to each server on a connection of its own, every probe_interval.
+
+        A stalled Redis (frozen, swapping, a network black hole) drops no connection, so pops
+        and pub/sub would just wait; no answer within probe_timeout is logged ("Redis not
+        answering") and makes redis_up 0 (metrics, `swssd status`, systemd STATUS=) until it
+        answers again. Pops waiting meanwhile finish by themselves once Redis runs again."""
+        r = self.config.redis
+        probes: dict[str, tuple[str, Any]] = {}
+        for key, db in self.connectors.items():
+            if db.address in {address for address, _ in probes.values()}:
+                continue  # one probe per server
+            client = db.new_client(
+                socket_timeout=r.probe_timeout, socket_connect_timeout=r.probe_timeout, retry=None
+            )
+            probes[key] = (db.address, client)
+        failing: dict[str, float] = {}
+
+        async def probe(key: str, address: str, client: Any) -> None:
+            start = time.monotonic()
+            try:
+                await asyncio.wait_for(client.ping(), r.probe_timeout)
+            except (asyncio.TimeoutError, RedisError, OSError) as exc:
+                if key not in failing:
+                    failing[key] = start
+                    error = (f"no answer to PING within {r.probe_timeout:g} s"
+                             if isinstance(exc, (asyncio.TimeoutError, RedisTimeoutError))
+                             else f"{type(exc).__name__}: {exc}")
+                    self._probe_error = f"{address}: {error}"
+                    self._probe_down_since = self._probe_down_since or start
+                    log.warning("Redis not answering", db=key, address=address, error=error,
+                                pending=self.pending_count)
+                    self.notifier.status(self.status_line())
+                return
+            if key in failing:
+                down = time.monotonic() - failing.pop(key)
+                log.info("Redis answering again", db=key, address=address, down_for=round(down, 3))
+                if not failing:
+                    self._probe_error = None
+                    self._probe_down_since = None
+                    self.notifier.status(self.status_line())
+
+        try:
+            while True:
+                started = asyncio.get_running_loop().time()
+                await asyncio.gather(*(probe(k, a, c) for k, (a, c) in probes.items()))
+                elapsed = asyncio.get_running_loop().time() - started
+                await asyncio.sleep(max(0.0, r.probe_interval - elapsed))
+        finally:
+            for _address, client in probes.values():
+                with contextlib.suppress(Exception):
+                    await client.aclose()
 
     def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str) -> None:
         if self.capture is not None:

@@ -1,0 +1,121 @@
+"""Liveness, black-box: `swssd run` against a private redis-server that is frozen (SIGSTOP).
+
+A frozen Redis drops no connection, so only an active probe notices it: within 5 s the log says
+"Redis not answering", the metrics say swssd_redis_up 0 and `swssd status` is not OK; after
+SIGCONT every change produced before the freeze is handled, none lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from daemon_harness import DaemonProcess, fold, read_records, wait_until, write_config
+from swssd import DBConnector, ProducerStateTable, ProducerTable
+from swssd.embedded_redis import EmbeddedRedis
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_up(port: int) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("swssd_redis_up "):
+            return float(line.split()[1])
+    return None
+
+
+def status(port: int) -> tuple[int, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "swssd.cli", "status", "--metrics-url", f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=30,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+async def test_frozen_redis_is_reported_within_5s_and_nothing_is_lost(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    port = free_port()
+    with EmbeddedRedis() as server:
+        assert server.process is not None
+        pid = server.process.pid
+        doc = {
+            "daemon": {"health_interval": 1.0},
+            "metrics": {"enabled": True, "address": "127.0.0.1", "port": port},
+            "orchs": [{
+                "plugin": "orch_plugins:RecordingOrch",
+                "tables": [{"db": "APPL_DB", "table": "LIVE_S"},
+                           {"db": "APPL_DB", "table": "LIVE_Q", "kind": "queue"}],
+                "options": {"record": str(records), "delay": 0.0005},
+            }],
+        }
+        daemon = DaemonProcess(write_config(tmp_path, server, doc), tmp_path / "log")
+        appl = await DBConnector.from_url(server.url, db_id=0, separator=":", name="APPL_DB")
+        frozen = False
+        try:
+            daemon.wait_ready()
+            assert wait_until(lambda: redis_up(port) == 1.0, 10)
+            state = ProducerStateTable(appl, "LIVE_S", buffered=True)
+            queue = ProducerTable(appl, "LIVE_Q", buffered=True)
+            model: dict[tuple[str, str], dict[str, str]] = {}
+            for i in range(4000):
+                key = f"k{i % 1500}"
+                if i % 7 == 3:
+                    await state.delete(key)
+                    model.pop(("LIVE_S", key), None)
+                else:
+                    await state.set(key, [("f", f"v{i}")])
+                    model.setdefault(("LIVE_S", key), {})["f"] = f"v{i}"
+                qkey = f"q{i % 500}"
+                await queue.set(qkey, [("n", f"v{i}")])
+                model.setdefault(("LIVE_Q", qkey), {})["n"] = f"v{i}"
+                if i % 500 == 499:
+                    await state.flush()
+                    await queue.flush()
+            await state.flush()
+            await queue.flush()
+
+            os.kill(pid, signal.SIGSTOP)
+            frozen = True
+            stopped_at = time.monotonic()
+            daemon.wait_for_log("Redis not answering", timeout=5.0)
+            assert time.monotonic() - stopped_at < 5.0
+            assert wait_until(lambda: redis_up(port) == 0.0, 5.0 - (time.monotonic() - stopped_at))
+            code, out = status(port)
+            assert code == 1 and "health: OK" not in out and "Redis unreachable" in out, out
+            # Frozen for 9 s in all, then running again.
+            time.sleep(max(0.0, 9.0 - (time.monotonic() - stopped_at)))
+            assert daemon.proc.poll() is None
+            os.kill(pid, signal.SIGCONT)
+            frozen = False
+
+            daemon.wait_for_log("Redis answering again", timeout=10.0)
+            assert wait_until(lambda: redis_up(port) == 1.0, 10)
+            deadline = time.monotonic() + 60
+            while fold(read_records(records)) != model:
+                assert time.monotonic() < deadline and daemon.proc.poll() is None, (
+                    f"not every change handled:\n{daemon.log_path.read_text()[-3000:]}")
+                await asyncio.sleep(0.3)
+            code, out = status(port)
+            assert code == 0 and "health: OK" in out, out
+            assert daemon.stop() == 0
+        finally:
+            if frozen:
+                os.kill(pid, signal.SIGCONT)
+            daemon.kill()
+            await appl.close()
