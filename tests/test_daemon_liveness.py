@@ -17,7 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from daemon_harness import DaemonProcess, fold, read_records, wait_until, write_config
+from daemon_harness import DaemonProcess, fold, read_records, to_toml, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable, ProducerTable
 from swssd.embedded_redis import EmbeddedRedis
 
@@ -119,3 +119,35 @@ async def test_frozen_redis_is_reported_within_5s_and_nothing_is_lost(tmp_path: 
                 os.kill(pid, signal.SIGCONT)
             daemon.kill()
             await appl.close()
+
+
+def test_tls_against_a_plain_port_says_so_at_once(tmp_path: Path) -> None:
+    """tls = true against a plain Redis port: one clear error line within the connect timeout
+    (not a silent hang in retried handshakes), no READY, and SIGTERM still stops it."""
+    with EmbeddedRedis() as server:
+        doc = {
+            "redis": {"url": f"redis://127.0.0.1:{server.port}", "tls": True},
+            "logging": {"format": "json", "level": "info"},
+            "orchs": [{
+                "plugin": "orch_plugins:RecordingOrch",
+                "tables": [{"db": "APPL_DB", "table": "T"}],
+                "options": {"record": str(tmp_path / "records.jsonl")},
+            }],
+        }
+        config = tmp_path / "swssd.toml"
+        config.write_text(to_toml(doc))
+        started = time.monotonic()
+        daemon = DaemonProcess(config, tmp_path / "log")
+        try:
+            def told() -> bool:
+                return any("plain (non-TLS)" in str(e.get("event")) for e in daemon.logs())
+
+            assert wait_until(lambda: told() or daemon.proc.poll() is not None, 15.0), (
+                daemon.log_path.read_text()[-3000:])
+            assert told() and time.monotonic() - started < 12.0, daemon.log_path.read_text()[-3000:]
+            lines = [e for e in daemon.logs() if "plain (non-TLS)" in str(e.get("event"))]
+            assert lines[0]["level"] == "error" and "tls = false" in lines[0]["event"]
+            assert not daemon.events("ready")
+            assert daemon.stop() == 0
+        finally:
+            daemon.kill()

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -26,7 +27,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .. import logging as swssd_logging
 from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
-from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
+from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig, resolve_config
 from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
 from ..metrics import LoopProbe
@@ -314,9 +315,11 @@ class Daemon:
         """Connect to one database, waiting (and saying so) while Redis is unreachable."""
         delay = _BACKOFF_MIN
         last_log = 0.0
+        told_tls = False
         r = self.config.redis
         while True:
             try:
+                await self._check_tls(name, namespace)
                 timeouts = {"socket_connect_timeout": r.connect_timeout, "socket_timeout": r.read_timeout}
                 if namespace:
                     return await DBConnector.connect(
@@ -334,11 +337,63 @@ class Daemon:
                 )
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()
-                if now - last_log >= self.config.daemon.health_interval:
+                if isinstance(exc, _TlsMismatch) and not told_tls:
+                    log.error(str(exc), db=connector_key(name, namespace))
+                    told_tls = True
+                    last_log = now
+                elif now - last_log >= self.config.daemon.health_interval:
                     log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc))
                     last_log = now
             await asyncio.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
+
+    def _tls_address(self, name: str, namespace: str) -> tuple[str, int] | None:
+        """The TCP address a TLS connection to `name` goes to; None when TLS is not used."""
+        r = self.config.redis
+        if not r.tls:
+            return None
+        if namespace or self._db_config is not None:
+            placed = resolve_config(self._global_config if namespace else self._db_config, namespace or None)
+            inst = placed.instances[placed.database(name).instance]
+            return None if inst.unix_socket_path else (inst.hostname, inst.port)
+        parts = urlsplit(self._url())
+        if parts.scheme != "rediss":
+            return None
+        return parts.hostname or "localhost", parts.port or 6379
+
+    async def _check_tls(self, name: str, namespace: str) -> None:
+        """With tls = true: a bare TLS handshake first, bounded by connect_timeout, so that a plain
+        (non-TLS) Redis port is named as such at once instead of hanging in (retried) handshakes.
+        Raises _TlsMismatch; any other failure is left to the real connect to report."""
+        address = self._tls_address(name, namespace)
+        if address is None:
+            return
+        timeout = self.config.redis.connect_timeout
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # only whether TLS is spoken; the real connect verifies
+        host, port = address
+        try:
+            _reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=context, ssl_handshake_timeout=timeout), timeout
+            )
+        except TimeoutError:
+            raise _TlsMismatch(
+                f"TLS handshake with {host}:{port} got no answer within {timeout:g} s: tls = true, "
+                "but this is likely a plain (non-TLS) Redis port; set [redis] tls = false or use the "
+                "server's TLS port (retrying)"
+            ) from None
+        except ssl.SSLError as exc:
+            raise _TlsMismatch(
+                f"TLS handshake with {host}:{port} failed ({exc.reason or exc}): tls = true, but this is "
+                "likely a plain (non-TLS) Redis port; set [redis] tls = false or use the server's TLS "
+                "port (retrying)"
+            ) from None
+        except OSError:
+            return
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), 1.0)
 
     def _url(self) -> str:
         r = self.config.redis
@@ -612,11 +667,11 @@ class Daemon:
             start = time.monotonic()
             try:
                 await asyncio.wait_for(client.ping(), r.probe_timeout)
-            except (asyncio.TimeoutError, RedisError, OSError) as exc:
+            except (TimeoutError, RedisError, OSError) as exc:
                 if key not in failing:
                     failing[key] = start
                     error = (f"no answer to PING within {r.probe_timeout:g} s"
-                             if isinstance(exc, (asyncio.TimeoutError, RedisTimeoutError))
+                             if isinstance(exc, (TimeoutError, RedisTimeoutError))
                              else f"{type(exc).__name__}: {exc}")
                     self._probe_error = f"{address}: {error}"
                     self._probe_down_since = self._probe_down_since or start
@@ -721,6 +776,10 @@ class Daemon:
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
         return self._force.is_set()
+
+
+class _TlsMismatch(ConnectionError):
+    """tls = true, but the server does not complete a TLS handshake."""
 
 
 def _left_by_kind(workers: list[TableWorker]) -> dict[str, int]:
