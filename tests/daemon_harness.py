@@ -52,9 +52,11 @@ def to_toml(doc: Mapping[str, Any]) -> str:
 
 
 def write_config(tmp_path: Path, server: EmbeddedRedis, doc: dict[str, Any], name: str = "swssd.toml") -> Path:
-    """A config file using the test redis-server (the daemon goes over its unix socket)."""
+    """A config file using the test redis-server (the daemon goes over its unix socket); a
+    `redis` section in `doc` adds to (or overrides) the database_config this sets."""
     db_config = server.write_database_config(tmp_path / "database_config.json")
-    doc = {"redis": {"database_config": str(db_config)}, "logging": {"format": "json", "level": "info"}, **doc}
+    redis = {"database_config": str(db_config), **doc.get("redis", {})}
+    doc = {"logging": {"format": "json", "level": "info"}, **doc, "redis": redis}
     path = tmp_path / name
     path.write_text(to_toml(doc))
     return path
