@@ -86,12 +86,33 @@ class DaemonCollector(Collector):
         reconnects.add_metric(["pubsub"], d.select.reconnects)
         reconnects.add_metric(["command"], d.command_reconnects)
         yield reconnects
+        yield from _zmq_families(d)
         yield GaugeMetricFamily("swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag)
         yield GaugeMetricFamily(
             "swssd_heartbeat_timestamp_seconds", "Unix time the event loop last ran the lag probe", value=self.probe.heartbeat
         )
         yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
         yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done", value=float(d.serving))
+
+
+def _zmq_families(d: Daemon) -> Iterator[Metric]:
+    """Per ZmqServer endpoint: messages received, malformed and dropped (no consumer)."""
+    if not d.zmq_servers:
+        return
+    families = [
+        (CounterMetricFamily("swssd_zmq_received", "ZMQ messages received", labels=["endpoint"]), "received"),
+        (CounterMetricFamily("swssd_zmq_changes", "Changes in received ZMQ messages handed to tables",
+                             labels=["endpoint"]), "changes"),
+        (CounterMetricFamily("swssd_zmq_malformed", "ZMQ messages that could not be read (logged, dropped)",
+                             labels=["endpoint"]), "malformed"),
+        (CounterMetricFamily("swssd_zmq_dropped", "ZMQ messages for a table no consumer here takes",
+                             labels=["endpoint"]), "dropped"),
+    ]
+    for endpoint, server in d.zmq_servers.items():
+        for family, attr in families:
+            family.add_metric([endpoint], getattr(server, attr))
+    for family, _ in families:
+        yield family
 
 
 def _bound(bound: float) -> str:

@@ -54,7 +54,7 @@ def test_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", kind = "stream"'), "orchs.0.tables.0.kind", "'state', 'queue', 'subscriber' or 'notification'"),
+        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", kind = "stream"'), "orchs.0.tables.0.kind", "'state', 'queue', 'subscriber', 'notification' or 'zmq'"),
         (GOOD.replace('table = "PORT_TABLE"', 'table = "P", pop_batch_size = 0'), "orchs.0.tables.0.pop_batch_size", "greater than or equal to 1"),
         (GOOD.replace('table = "PORT_TABLE"', 'tabel = "P"'), "orchs.0.tables.0.table", "required"),
         (GOOD + "[retry]\nmax_attempts = 0\n", "retry.max_attempts", "greater than or equal to 1"),

@@ -232,3 +232,68 @@ async def test_daemon_capture_of_subscriber_tables_and_notifications_replays_exa
     from_rec = replayed(spark, out)[("CONFIG_DB", SUB_TABLE)]
     assert from_rec.keys() == live.keys() and from_rec != live
     assert all(live[k].items() <= from_rec[k].items() for k in live)
+
+
+async def test_daemon_capture_of_a_zmq_table_replays_as_its_persisted_table(
+    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path  # noqa: F811
+) -> None:
+    """A zmq table with db_persistence, consumed by `swssd run`: a ZMQ SET carries the fields the
+    producer set and C++ persistence makes them the whole entry, so replay state equals the
+    persisted Redis table (fields left out by a later SET are gone), not a merge of the SETs."""
+    from swssd.zmq import ZmqClient, ZmqProducerStateTable
+
+    capture = tmp_path / "capture"
+    handled = tmp_path / "handled.jsonl"
+    endpoint = f"ipc://{tmp_path}/zmq.sock"
+    config = {
+        "capture": {"enabled": True, "directory": str(capture), "host": "sw-e2e"},
+        "orchs": [{
+            "plugin": "orch_plugins:RecordingOrch",
+            "tables": [{"db": "APPL_DB", "table": "E2E_ZROUTE", "kind": "zmq", "endpoint": endpoint,
+                        "db_persistence": True}],
+            "options": {"record": str(handled)},
+        }],
+    }
+    appl = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    daemon = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "log")
+    client = ZmqClient(endpoint)
+    rng = random.Random(5)
+    try:
+        daemon.wait_ready()
+        producer = ZmqProducerStateTable(appl, "E2E_ZROUTE", client, db_persistence=False)
+        expected: dict[str, dict[str, str]] = {}
+        for i in range(400):
+            key = rng.choice(KEYS)
+            if rng.random() < 0.15:
+                await producer.delete(key)
+                expected.pop(key, None)
+            else:
+                fvs = [(f"f{n}", f"v{i}") for n in rng.sample(range(4), rng.randint(1, 3))]
+                await producer.set(key, fvs)
+                expected[key] = dict(fvs)
+        await producer.set("zz_end", [("done", "1")])
+        expected["zz_end"] = {"done": "1"}
+        table = Table(appl, "E2E_ZROUTE")
+
+        async def persisted() -> bool:
+            return await table.dump() == expected
+
+        for _ in range(400):
+            if await persisted():
+                break
+            await asyncio.sleep(0.05)
+        assert await persisted()
+        assert await asyncio.to_thread(
+            wait_until, lambda: ("E2E_ZROUTE", "zz_end", "SET") in {tuple(r[:3]) for r in read_records(handled)}, 60.0
+        )
+    finally:
+        client.close()
+        assert daemon.stop() == 0
+        await appl.close()
+    records = [json.loads(line) for line in (capture / "swssd.capture.jsonl").read_text().splitlines()]
+    assert {r.get("kind") for r in records} == {"zmq"}
+    assert merged(records) != expected, "no SET dropped a field: the test lost its point"
+    out = tmp_path / "out"
+    jsonl = str(capture / "swssd.capture.jsonl*")
+    assert await asyncio.to_thread(main, ["state", jsonl, "--output", str(out), *SPARK_ARGS]) == 0
+    assert replayed(spark, out) == {("APPL_DB", "E2E_ZROUTE"): expected}

@@ -4,7 +4,7 @@ JSON record, one per line, keys in this order:
     {"ts": "2026-11-25T23:41:16.123456Z", "host": ..., "db": "APPL_DB", "table": "PORT_TABLE",
      "key": ..., "op": "SET"|"DEL", "fvs": [[field, value], ...], "seq": 1}
 then, when they apply:
-    "kind": "queue"|"subscriber"|"notification"   the kind of table the task was popped from;
+    "kind": "queue"|"subscriber"|"notification"|"zmq"   the kind of table the task came from;
     "dead_letter": true, "reason": "..."          on tasks the daemon gave up on.
 
 `kind` says how a replay applies the record, and is left out for `state` (the key-set channel,
@@ -13,6 +13,8 @@ including every record written before kinds were recorded, replays as state:
 - state, queue: a SET carries the changed fields only; replay merges them into the entry.
 - subscriber (keyspace events of CONFIG_DB/STATE_DB): a SET carries the entry's full fields as
   read when popped; replay replaces the entry with them, so a field removed by HDEL is gone.
+- zmq (the ZMQ channel): a SET carries the fields the producer set, and C++'s db persistence
+  writes it as the whole entry (DEL, then HSET); replay replaces the entry with them too.
 - notification (pub/sub messages): `table` is the channel, `key` the data, `op` the message's
   op (any text, not only SET/DEL) and `fvs` its values. Not table state: replay shows it in
   history and stats, never in a table's contents.
@@ -37,7 +39,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 REC_STARTED = "recording started"
 
-CaptureKind = Literal["state", "queue", "subscriber", "notification"]
+CaptureKind = Literal["state", "queue", "subscriber", "notification", "zmq"]
 KINDS: frozenset[str] = frozenset(get_args(CaptureKind))
 #: The kind a record without "kind" has.
 DEFAULT_KIND: CaptureKind = "state"

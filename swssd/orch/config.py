@@ -76,7 +76,10 @@ class RetryOverride(_Section):
     handler_timeout: float | None = Field(None, gt=0)
 
 
-TableKind = Literal["state", "queue", "subscriber", "notification"]
+TableKind = Literal["state", "queue", "subscriber", "notification", "zmq"]
+
+#: The transports a ZmqServer endpoint may name.
+ZMQ_SCHEMES = ("tcp://", "ipc://")
 
 #: Databases SONiC writes with plain hash writes (ConfigDBConnector, Table), whose consumers
 #: follow keyspace notifications: a `state` table there gets a warning at start.
@@ -88,8 +91,9 @@ SUBSCRIBER_BY_DEFAULT = frozenset({"CONFIG_DB"})
 
 class TableConfig(_Section):
     """One consumed table: a key-set `state` table, an op `queue`, a `subscriber` of a plain
-    hash table (keyspace notifications), or a `notification` channel (`table` is the channel).
-    Without `kind`: subscriber on CONFIG_DB, state elsewhere."""
+    hash table (keyspace notifications), a `notification` channel (`table` is the channel), or
+    a `zmq` table received by the ZmqServer at `endpoint`. Without `kind`: subscriber on
+    CONFIG_DB, state elsewhere."""
 
     db: str = "APPL_DB"
     namespace: str = ""
@@ -99,6 +103,11 @@ class TableConfig(_Section):
     priority: int = 0
     reconcile: bool = False
     pending_limit: int | None = Field(None, ge=1)
+    #: zmq tables: the endpoint the ZmqServer binds (`tcp://*:8100`, `ipc:///run/swssd/zmq`);
+    #: the tables of one endpoint share one server, as in orchagent
+    endpoint: str | None = Field(None, min_length=7, max_length=4096)
+    #: zmq tables: also write what arrives to the Redis table, as C++ db_persistence does
+    db_persistence: bool = False
 
     _kind_explicit: bool = PrivateAttr(True)
 
@@ -113,6 +122,15 @@ class TableConfig(_Section):
                 + ("(they get every existing entry at start)" if self.kind == "subscriber"
                    else "(notifications are not stored)")
             )
+        if self.kind == "zmq":
+            if self.reconcile:
+                raise ValueError("reconcile does not apply to zmq tables (the channel keeps nothing to read back)")
+            if self.endpoint is None:
+                raise ValueError("a zmq table needs endpoint (the ZmqServer address, e.g. \"tcp://*:8100\")")
+            if not self.endpoint.startswith(ZMQ_SCHEMES):
+                raise ValueError(f"endpoint must start with {' or '.join(ZMQ_SCHEMES)}")
+        elif self.endpoint is not None or self.db_persistence:
+            raise ValueError("endpoint and db_persistence apply to kind = \"zmq\" tables only")
         return self
 
     @property
@@ -243,7 +261,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
 def _check_tables(config: Config) -> None:
     """One consumer per table (two would split its changes), and table names distinct per plugin
     (handle() tells tables apart by name)."""
-    owners: dict[tuple[str, str, str], int] = {}
+    owners: dict[tuple[str, str, str, str], int] = {}
     for i, orch in enumerate(config.orchs):
         names: set[str] = set()
         for j, t in enumerate(orch.tables):
@@ -251,9 +269,11 @@ def _check_tables(config: Config) -> None:
             if t.table in names:
                 raise ConfigError(config.path, field, f"table {t.table!r} is listed twice for this plugin")
             names.add(t.table)
-            other = owners.setdefault((t.namespace, t.db, t.table), i)
-            if other != i and t.resolved_kind in ("state", "queue"):
+            # a zmq table is a channel of its endpoint's server, apart from the Redis channels
+            other = owners.setdefault((t.namespace, t.db, t.table, t.endpoint or ""), i)
+            if other != i and t.resolved_kind in ("state", "queue", "zmq"):
                 where = f"{t.db} of namespace {t.namespace!r}" if t.namespace else t.db
+                where += f" (zmq {t.endpoint})" if t.endpoint else ""
                 raise ConfigError(
                     config.path, field,
                     f"{where} {t.table} is already consumed by orchs.{other}; one table has one consumer",

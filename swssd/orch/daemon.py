@@ -35,6 +35,7 @@ from ..metrics import serve as serve_metrics
 from ..sdnotify import SystemdNotifier
 from ..select import Select
 from ..selectable import Selectable
+from ..zmq import ZmqConsumerStateTable, ZmqServer
 from ..subscriber_state_table import glob_escape
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
@@ -99,6 +100,8 @@ class Daemon:
         self._metrics_server: Any = None
         self._db_config: SonicDBConfig | None = None
         self._global_config: SonicDBGlobalConfig | None = None
+        #: one ZmqServer per endpoint of the zmq tables, serving all of that endpoint's tables
+        self.zmq_servers: dict[str, ZmqServer] = {}
 
     # -- control ------------------------------------------------------------------------
 
@@ -241,6 +244,7 @@ class Daemon:
             except Exception as exc:
                 raise PluginError(f"plugin {oc.display_name!r}: start() failed: {type(exc).__name__}: {exc}") from exc
             self._started.append(rt)
+        self._bind_zmq_servers()
         for oc, rt in zip(config.orchs, self.runtimes):
             for t in oc.tables:
                 await self._add_table(rt, t)
@@ -433,6 +437,20 @@ class Daemon:
         self._crashed = True
         self.stop()
 
+    def _bind_zmq_servers(self) -> None:
+        """A ZmqServer per endpoint, bound before any table is added: an endpoint that cannot be
+        bound (in use, a bad address) is one line naming the field, not a half-started daemon."""
+        for i, oc in enumerate(self.config.orchs):
+            for j, t in enumerate(oc.tables):
+                if t.endpoint is None or t.endpoint in self.zmq_servers:
+                    continue
+                try:
+                    self.zmq_servers[t.endpoint] = ZmqServer(t.endpoint)
+                except OSError as exc:
+                    raise ConfigError(
+                        self.config.path, f"orchs.{i}.tables.{j}.endpoint", f"cannot bind {t.endpoint}: {exc.strerror}"
+                    ) from None
+
     async def _add_table(self, rt: OrchRuntime, tc: TableConfig) -> None:
         db_name = connector_key(tc.db, tc.namespace)
         db = self.connectors[db_name]
@@ -440,6 +458,7 @@ class Daemon:
         consumer = make_consumer(
             db, table, kind, tc.pop_batch_size, tc.priority,
             enable_keyspace_events=self.config.daemon.enable_keyspace_events,
+            zmq_server=self.zmq_servers.get(tc.endpoint or ""), db_persistence=tc.db_persistence,
         )
         worker = TableWorker(
             rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
@@ -728,6 +747,9 @@ class Daemon:
         if left.get("notification"):
             log.warning("stopped with notifications not handled: they are lost (notifications are at most once)",
                         tasks=left["notification"])
+        if left.get("zmq"):
+            log.warning("stopped with zmq changes not handled: they are lost (the ZMQ channel keeps nothing "
+                        "for a restarted consumer, as in C++)", tasks=left["zmq"])
 
     async def _shutdown(self) -> bool:
         """Finish popped tasks (bounded), stop the plugins, flush captures, close connections.
@@ -763,6 +785,7 @@ class Daemon:
         for source in self.reliable.values():
             await source.close(_STOP_HOOK_TIMEOUT)
         self._report_left()
+        await self._close_zmq()
         for lease in self._leases:
             await lease.release()
         if self.capture is not None:
@@ -778,6 +801,16 @@ class Daemon:
         return self._force.is_set()
 
 
+    async def _close_zmq(self) -> None:
+        """The zmq consumers first (they unregister and persist what they queued), then their
+        servers, before the Redis connections persistence writes through are closed."""
+        for w in self.workers:
+            if isinstance(w.consumer, ZmqConsumerStateTable):
+                await w.consumer.close()
+        for server in self.zmq_servers.values():
+            await server.close()
+
+
 class _TlsMismatch(ConnectionError):
     """tls = true, but the server does not complete a TLS handshake."""
 
@@ -786,8 +819,10 @@ def _left_by_kind(workers: list[TableWorker]) -> dict[str, int]:
     """Tasks not handled per table kind."""
     left: dict[str, int] = {}
     for w in workers:
-        if w.pending_count:
-            left[w.kind] = left.get(w.kind, 0) + w.pending_count
+        # a zmq consumer's buffer is all there is of what it received and was not popped
+        waiting = w.consumer.waiting if isinstance(w.consumer, ZmqConsumerStateTable) else 0
+        if w.pending_count + waiting:
+            left[w.kind] = left.get(w.kind, 0) + w.pending_count + waiting
     return left
 
 

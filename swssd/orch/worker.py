@@ -22,6 +22,7 @@ from ..metrics import LATENCY_BUCKETS
 from ..notification_consumer import NotificationConsumer
 from ..select import Select
 from ..subscriber_state_table import SubscriberStateTable
+from ..zmq import ZmqConsumerStateTable, ZmqServer
 from .config import RetryConfig, TableKind
 from .orch import Orch, Retry
 from .pending import Entry, Merge, PendingMap
@@ -32,10 +33,13 @@ log = structlog.get_logger("swssd.daemon")
 _YIELD_EVERY = 32
 
 
-Consumer = ConsumerStateTable | ConsumerTable | SubscriberStateTable | NotificationConsumer
+Consumer = ConsumerStateTable | ConsumerTable | SubscriberStateTable | NotificationConsumer | ZmqConsumerStateTable
 
-#: How each kind's pending tasks merge: a subscriber's SET is the whole entry.
-_MERGE: dict[TableKind, Merge] = {"state": "fields", "queue": "fields", "subscriber": "replace", "notification": "none"}
+#: How each kind's pending tasks merge: a subscriber's SET is the whole entry; a zmq SET merges
+#: into a pending one as orchagent's Consumer::addToSync does for every ConsumerBase.
+_MERGE: dict[TableKind, Merge] = {
+    "state": "fields", "queue": "fields", "subscriber": "replace", "notification": "none", "zmq": "fields",
+}
 
 
 class TableStats:
@@ -417,16 +421,21 @@ class _TimedOut(Exception):
 
 def make_consumer(
     db: DBConnector, table: str, kind: TableKind, pop_batch_size: int, priority: int,
-    *, enable_keyspace_events: bool = False,
+    *, enable_keyspace_events: bool = False, zmq_server: ZmqServer | None = None, db_persistence: bool = False,
 ) -> Consumer:
     """The consumer of one configured table. State tables report delete-then-set exactly, so a
     capture replays exactly and the pending map sees what really happened; state and queue
     tables are popped through a ReliablePop. Subscriber tables read Redis themselves and lose
-    nothing to a pop; notifications are pushed, never stored (at most once)."""
+    nothing to a pop; notifications are pushed, never stored (at most once); zmq tables get what
+    `zmq_server` receives for them (kept in memory only: at most once, as in C++)."""
     if kind == "subscriber":
         return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
     if kind == "notification":
         return NotificationConsumer(db, table, pop_batch_size, priority)
+    if kind == "zmq":
+        if zmq_server is None:
+            raise ValueError(f"zmq table {table} needs its endpoint's ZmqServer")
+        return ZmqConsumerStateTable(db, table, zmq_server, pop_batch_size, priority, db_persistence=db_persistence)
     if kind == "state":
         return ConsumerStateTable(db, table, pop_batch_size, priority, track_deletes=True)
     return ConsumerTable(db, table, pop_batch_size, priority)

@@ -1,18 +1,17 @@
 """The fold: table contents at an instant, from events in order, with DataFrame aggregations only.
 
 Per host/db/table/key, in `ord` order: SET merges its fields into the entry, DEL removes the
-entry. A subscriber's SET carries the entry's full fields, so it replaces the entry: it is a DEL
-then a SET at its own position, and fields set before it and not in it are gone. Notifications
-are not table state and dead-lettered records are annotations (the task was recorded when
-popped, and again when the daemon gave up on it): both are left out. An entry with no fields
-left does not exist, as a Redis hash cannot be empty.
+entry. A subscriber's or a zmq table's SET is the whole entry, so it replaces the entry: it is a
+reset at its own position, and fields set before it and not in it are gone. Notifications are
+not table state and dead-lettered records are annotations (the task was recorded when popped,
+and again when the daemon gave up on it): both are left out. An entry with no fields left does
+not exist, as a Redis hash cannot be empty.
 
-How, without sorting each key's events: every SET field becomes one row and every DEL one row
-with a null field (a subscriber's SET gives both, the null one first); one aggregation per
-(key, field) keeps the latest value (and, in the null field's group, the latest deletion); a
-second, much smaller aggregation per key keeps the fields set at or after the latest deletion.
-`ord` is unique per record and a DEL has no fields, so "at" only keeps the fields of the
-subscriber SET that did the deletion.
+How: one aggregation per key, without a row per field. Each key's latest reset (a DEL, or a
+replacing SET) and its SETs are collected; the SETs at or after the reset are sorted by `ord`
+and their fields folded into one map with Spark's higher-order functions, in the projection
+after the aggregation. `ord` is unique per record and a DEL has no fields, so "at" only keeps
+the SET that did the reset.
 """
 
 from __future__ import annotations
@@ -24,6 +23,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 KEY_COLUMNS = ["host", "db", "table", "key"]
+#: the kinds whose SET carries the whole entry (it replaces what was there)
+REPLACING_KINDS = ("subscriber", "zmq")
 STATE_COLUMNS = [*KEY_COLUMNS, "fields"]
 
 
@@ -70,33 +71,39 @@ def select_events(
     return events
 
 
+# The fold's higher-order functions, in SQL with fixed lambda variable names (see inputs.py: Python
+# lambdas would give every command new generated code to compile).
+_SINCE_LAST_RESET = "filter(sets, e -> last_reset IS NULL OR e.ord >= last_reset)"
+_PAIRS = f"flatten(transform(sort_array({_SINCE_LAST_RESET}), e -> e.fvs))"
+_SET_FIELD = (
+    "(entries, p) -> CASE WHEN exists(entries, x -> x.field = p[0])"
+    " THEN transform(entries, x -> CASE WHEN x.field = p[0]"
+    " THEN named_struct('field', p[0], 'value', p[1]) ELSE x END)"
+    " ELSE concat(entries, array(named_struct('field', p[0], 'value', p[1]))) END"
+)
+_FIELDS = (
+    f"map_from_entries(aggregate({_PAIRS}, cast(array() as array<struct<field:string,value:string>>),"
+    f" {_SET_FIELD}))"
+)
+# Not .where(size(fields) > 0): Spark would push that filter below the projection and fold every
+# key twice. An array of zero or one entry, exploded, drops the empty ones instead.
+_NONEMPTY = f"filter(array(named_struct('fields', {_FIELDS})), s -> size(s.fields) > 0)"
+
+
 def fold_state(events: DataFrame) -> DataFrame:
     """host, db, table, key, fields (map) of every entry that exists after the events."""
-    live = events.where(~F.col("dead_letter") & ~F.col("kind").eqNullSafe("notification"))
-    delete_row = F.array(F.array(F.lit(None).cast("string"), F.lit(None).cast("string")))
-    items = (
-        F.when(F.col("op") == "DEL", delete_row)
-        .when(F.col("kind") == "subscriber", F.concat(delete_row, F.col("fvs")))
-        .otherwise(F.col("fvs"))
+    kind = F.col("kind")
+    live = events.where(~F.col("dead_letter") & ~kind.eqNullSafe("notification"))
+    is_del = F.col("op") == "DEL"
+    resets = is_del | kind.isin(*REPLACING_KINDS)
+    # Computed in a projection, not inside the aggregate functions, which would evaluate them
+    # row by row without code generation.
+    per_key = live.select(
+        *KEY_COLUMNS,
+        F.when(resets, F.col("ord")).alias("reset"),
+        F.when(~is_del, F.struct(F.col("ord").alias("ord"), F.col("fvs").alias("fvs"))).alias("set"),
+    ).groupBy(*KEY_COLUMNS).agg(
+        F.max("reset").alias("last_reset"),
+        F.collect_list("set").alias("sets"),
     )
-    rows = live.select(*KEY_COLUMNS, "ord", F.posexplode(items).alias("pos", "fv"))
-    latest = rows.groupBy(*KEY_COLUMNS, F.col("fv")[0].alias("field")).agg(
-        F.max(F.struct("ord", "pos", F.col("fv")[1].alias("value"))).alias("last")
-    )
-    per_key = latest.groupBy(*KEY_COLUMNS).agg(
-        F.max(F.when(F.col("field").isNull(), F.col("last.ord"))).alias("deleted_at"),
-        F.collect_list(
-            F.when(
-                F.col("field").isNotNull(),
-                F.struct("field", F.col("last.ord").alias("ord"), F.col("last.value").alias("value")),
-            )
-        ).alias("items"),
-    )
-    kept = F.filter(
-        "items", lambda x: F.col("deleted_at").isNull() | (x["ord"] >= F.col("deleted_at"))
-    )
-    fields = F.map_from_entries(F.transform(kept, lambda x: F.struct(x["field"], x["value"])))
-    return (
-        per_key.select(*KEY_COLUMNS, fields.alias("fields"))
-        .where(F.size("fields") > 0)
-    )
+    return per_key.select(*KEY_COLUMNS, F.inline(F.expr(_NONEMPTY)))

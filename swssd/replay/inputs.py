@@ -28,7 +28,7 @@ when a key is deleted and set again between two pops, swss.rec holds one bare SE
 fields, so the fields only the old entry had survive the replay (swssd's own JSON capture
 records that case as DEL followed by SET and replays exactly).
 
-Kind. `kind` is a JSON record's own (`queue`, `subscriber`, `notification`, or `state`) and null
+Kind. `kind` is a JSON record's own (`queue`, `subscriber`, `notification`, `zmq` or `state`) and null
 where it has none: a state record, a record from before kinds were recorded, every swss.rec
 line; null replays as state (a SET merges). A notification's `op` may be any text; every other
 record's is SET or DEL. A kind this reader does not know is a reject, since it cannot tell how
@@ -82,7 +82,7 @@ EVENT_COLUMNS = [
     "source", "ord",
 ]
 """`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture; `kind` is
-null, state, queue, subscriber or notification (see the module docstring)."""
+null, state, queue, subscriber, notification or zmq (see the module docstring)."""
 REJECT_COLUMNS = ["source", "reason", "value"]
 COUNTS = ["lines", "events", "markers", "blank", "rejects"]
 
@@ -122,20 +122,65 @@ class Inputs:
         return {k: int(observed.get(k) or 0) for k in COUNTS}
 
 
-def _parse_once(raw: DataFrame) -> DataFrame:
-    """The expensive parses, each in its own projection so that Spark computes them once per
-    line (a from_json or split used in several columns would otherwise be inlined into each)."""
+_UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", "Universal"}
+
+
+def _json_ts(ts: Column, utc_session: bool) -> Column:
+    """A JSON record's `ts` as a timestamp; null when it is not one.
+
+    swssd writes `2026-11-25T23:41:16.123456Z`. Spark's general parser reads that too, but looks
+    the zone up with a regular expression compiled per call, which costs about as much as the
+    rest of the line's parsing; when the session's zone is UTC, the fixed form is read as a local
+    time there instead (the same parser, without the zone). Any other form takes the general way.
+    """
+    general = F.try_to_timestamp(ts)
+    if not utc_session:
+        return general
+    canonical = (F.length(ts) == 27) & ts.endswith("Z")
+    return F.when(canonical, F.substring(ts, 1, 26).try_cast("timestamp_ntz").cast("timestamp")).otherwise(
+        general
+    )
+
+
+def _rotation(file_name: Column) -> Column:
+    """The N of name.N or name.N.gz (1 to 9 digits), else 0; without a regular expression."""
+    last = F.substring_index(file_name, ".", -1)
+    before_gz = F.substring_index(F.substring_index(file_name, ".", -2), ".", 1)
+    number = F.when(last == "gz", before_gz).otherwise(last)
+    digits = (F.length(number) >= 1) & (F.length(number) <= 9) & (F.translate(number, "0123456789", "") == "")
+    return F.when(digits, number.cast("int")).otherwise(0)
+
+
+def _parse_once(spark: SparkSession, paths: Sequence[str], utc_session: bool = False) -> DataFrame:
+    """Every line read once, in one projection over the files: from_json for JSON lines, the
+    op-token split and the checks that need the raw text for the others, and where the line came
+    from. Each parse appears once here (a from_json or split used by several columns would
+    otherwise be inlined into each), and nothing after this needs the raw line except the
+    rejects, so a command that does not write them does not carry the text any further."""
     value = F.col("value")
     is_json = value.startswith("{")
-    s1 = raw.select(
-        "*",
+    rec = ~is_json
+    meta = F.col("_metadata")
+    s1 = spark.read.text(list(paths)).select(
+        value,
+        meta["file_path"].alias("source"),
+        meta["file_block_start"].alias("block"),
+        F.monotonically_increasing_id().alias("line"),
+        _rotation(meta["file_name"]).alias("rotation"),
+        F.xxhash64(meta["file_path"]).alias("file"),
         is_json.alias("is_json"),
         F.when(is_json, F.from_json(value, JSON_SCHEMA)).alias("j"),
-        F.when(~is_json, F.split(F.substring(value, 28, 1 << 30), _OP_SPLIT, 2)).alias("parts"),
+        F.when(rec, F.split(F.substring(value, 28, 1 << 30), _OP_SPLIT, 2)).alias("parts"),
+        # a line starting with { is none of these: no regular expression (and no copy of the
+        # line as a Java string) for JSON lines
+        (rec & value.rlike(r"^\s*$")).alias("is_blank"),
+        (rec & value.rlike(_REC_TS + REC_MARKER + "$")).alias("is_marker"),
+        (rec & value.rlike(_REC_TS)).alias("rec_ts_ok"),
+        F.when(rec, F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))).alias("local_ts"),
     )
     s2 = s1.select(
         "*",
-        F.try_to_timestamp(F.col("j.ts")).alias("j_ts"),
+        _json_ts(F.col("j.ts"), utc_session).alias("j_ts"),
         F.try_element_at("parts", F.lit(1)).alias("table_key"),
         # "SET|f:v|..." or "DEL"; null without an op token
         F.try_element_at("parts", F.lit(2)).alias("tail"),
@@ -147,20 +192,25 @@ def _parse_once(raw: DataFrame) -> DataFrame:
         F.when(fields_text == "", F.array().cast("array<string>"))
         .otherwise(F.split(fields_text, _FIELD_SPLIT))
         .alias("tokens"),
-        F.when(
-            ~F.col("is_json"), F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))
-        ).alias("local_ts"),
     )
+
+
+# Higher-order functions are written in SQL, with fixed lambda variable names: PySpark's Python
+# lambdas get fresh names on every call, the names end up in the generated Java code, and so every
+# command would compile (and JIT) its stages anew instead of finding them in Spark's code cache.
 
 
 def _json_columns() -> dict[str, Column]:
     j = F.col("j")
     pairs = F.coalesce(j["fvs"], F.array().cast("array<array<string>>"))
-    # every pair has two non-null strings: flattened and without nulls, twice as many items
-    bad_pair = F.size(F.array_compact(F.flatten(pairs))) != 2 * F.size(pairs)
+    # every pair is two non-null strings
+    bad_pair = F.expr(
+        "exists(j.fvs, p -> size(p) != 2 OR get(p, 0) IS NULL OR get(p, 1) IS NULL)"
+    )
     notification = j["kind"].eqNullSafe("notification")
     reason = (
-        F.when(j.isNull() | (j["ts"].isNull() & j["key"].isNull() & j["op"].isNull()), "malformed JSON")
+        # from_json gives a struct of nulls, never null, for text that is not a JSON object
+        F.when(j["ts"].isNull() & j["key"].isNull() & j["op"].isNull(), "malformed JSON")
         .when(F.col("j_ts").isNull(), "bad or missing ts")
         .when(j["db"].isNull() | j["table"].isNull() | j["key"].isNull(), "missing db, table or key")
         .when(j["kind"].isNotNull() & ~j["kind"].isin(*sorted(KINDS)), "unknown kind")
@@ -187,12 +237,10 @@ def _json_columns() -> dict[str, Column]:
 
 
 def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
-    value, table_key, tail, table, tokens = (
-        F.col(c) for c in ("value", "table_key", "tail", "rec_table", "tokens")
-    )
+    table_key, tail, table, tokens = (F.col(c) for c in ("table_key", "tail", "rec_table", "tokens"))
     separator = F.substring(table_key, F.length(table) + 1, 1)
     reason = (
-        F.when(~value.rlike(_REC_TS), "no swss.rec timestamp")
+        F.when(~F.col("rec_ts_ok"), "no swss.rec timestamp")
         .when(F.col("local_ts").isNull(), "bad timestamp")
         .when(tail.isNull(), "no SET/DEL op token")
         .when(table == "", "no TABLE<sep>key before the op")
@@ -209,10 +257,7 @@ def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
         "table": table,
         "key": F.substring(table_key, F.length(table) + 2, 1 << 30),
         "op": F.substring_index(tail, "|", 1),
-        "fvs": F.transform(
-            tokens,
-            lambda t: F.array(F.substring_index(t, ":", 1), F.substring(t, F.instr(t, ":") + 1, 1 << 30)),
-        ),
+        "fvs": F.expr("transform(tokens, t -> array(substring_index(t, ':', 1), substring(t, instr(t, ':') + 1)))"),
         "ts": F.to_utc_timestamp("local_ts", tz),
         "seq": F.lit(None).cast("long"),
         "dead_letter": F.lit(False),
@@ -222,7 +267,8 @@ def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
 
 
 def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """The raw lines with where they came from: source path, split offset, position in the split."""
+    """The raw lines with where they came from: source path, split offset, position in the split
+    (as `load` numbers them; it reads the files itself, in one projection with the parsing)."""
     return spark.read.text(list(paths)).select(
         F.col("value"),
         F.col("_metadata.file_path").alias("source"),
@@ -234,28 +280,25 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
 
 def load(spark: SparkSession, opts: InputOptions) -> Inputs:
     """Classify and parse every line of the inputs; counts are observed by the first action."""
-    base = _parse_once(read_lines(spark, opts.paths))
-    value, is_json = F.col("value"), F.col("is_json")
-    is_blank = value.rlike(r"^\s*$")
-    is_marker = value.rlike(_REC_TS + REC_MARKER + "$")
+    utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
+    base = _parse_once(spark, opts.paths, utc_session)
+    is_json = F.col("is_json")
 
     jc = _json_columns()
     rc = _rec_columns(opts.timezone, opts.rec_db)
     parsed = base.select(
-        "value", "source", "file_name", "block", "line", "is_json",
+        "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
         *[F.when(is_json, jc[name]).otherwise(rc[name]).alias(name) for name in jc],
     )
     line_kind = (
-        F.when(is_blank, "blank")
-        .when(~is_json & is_marker, "marker")
+        F.when(F.col("is_blank"), "blank")
+        .when(F.col("is_marker"), "marker")
         .when(F.col("reason").isNotNull(), "reject")
         .otherwise("event")
     )
-    # the N of name.N or name.N.gz, without a regular expression per line
-    last = F.substring_index("file_name", ".", -1)
-    before_gz = F.substring_index(F.substring_index("file_name", ".", -2), ".", 1)
-    number = F.when(last == "gz", before_gz).otherwise(last)
-    rotation = F.when(number.rlike("^[0-9]{1,9}$"), number.cast("int")).otherwise(0)
+    # computed once, apart: two columns below depend on it
+    parsed = parsed.select("*", line_kind.alias("line_kind"))
+    line_kind = F.col("line_kind")
     path_host = F.regexp_extract("source", opts.host_pattern, 1)
     host = (
         F.lit(opts.host)
@@ -263,14 +306,14 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
         else F.coalesce(F.col("host"), F.when(path_host != "", path_host), F.lit("unknown"))
     )
     lines = parsed.select(
-        line_kind.alias("line_kind"),
+        "line_kind",
         F.when(line_kind == "event", host).alias("host"),
         "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
         "source", "reason", "value",
         F.struct(
             F.col("ts").alias("ts"),
-            (-rotation).alias("rotation"),
-            F.xxhash64("source").alias("file"),
+            (-F.col("rotation")).alias("rotation"),
+            F.col("file").alias("file"),
             F.col("block").alias("block"),
             F.col("line").alias("line"),
         ).alias("ord"),

@@ -41,6 +41,10 @@ def get_session(
         builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+        # The fold collects each key's events in a hash map; past 128 keys (the default) Spark
+        # would sort every row of the partition by key instead. Bounded, so that a partition with
+        # very many keys still falls back to the sort (which spills) rather than run out of memory.
+        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

@@ -113,6 +113,11 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         return self._updater.queue_size()
 
     @property
+    def waiting(self) -> int:
+        """Changes received and not popped yet (in memory only: a restart loses them, as in C++)."""
+        return len(self._buffer)
+
+    @property
     def db_persistence(self) -> bool:
         return self._updater is not None
 

@@ -1,0 +1,201 @@
+"""The daemon's `zmq` table kind, black-box: `swssd run` binds one ZmqServer per endpoint, hands
+what a ZmqProducerStateTable sends to the Orch (in order per key), persists it when asked, counts
+malformed and unrouted messages in its metrics, and refuses an endpoint it cannot bind with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+from swssd import DBConnector, Table
+from swssd.capture.format import KINDS
+from swssd.embedded_redis import EmbeddedRedis
+from swssd.orch.config import config_from_dict
+from swssd.errors import ConfigError
+from swssd.zmq import ZmqClient, ZmqProducerStateTable
+from swssd.zmq.serializer import serialize
+from swssd.fields import KeyOpFieldsValues
+
+KEYS = [f"10.{i}.0.0/16" for i in range(40)] + ["fe80::1:x|y", "é"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def metric(port: int, name: str) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+async def send_changes(producer: ZmqProducerStateTable, rng: random.Random, count: int) -> tuple[dict, dict]:
+    """Random sets (1-4 of 4 fields, values with ':' '|' and non-ASCII) and deletes; the state a
+    handler sees (SETs merge) and the one C++ persistence leaves (a SET replaces the entry)."""
+    merged: dict[str, dict[str, str]] = {}
+    replaced: dict[str, dict[str, str]] = {}
+    for i in range(count):
+        key = rng.choice(KEYS)
+        if rng.random() < 0.2:
+            await producer.delete(key)
+            merged.pop(key, None)
+            replaced.pop(key, None)
+        else:
+            fvs = [(f"f{n}", f"v{i}:a|é") for n in rng.sample(range(4), rng.randint(1, 4))]
+            await producer.set(key, fvs)
+            merged.setdefault(key, {}).update(fvs)
+            replaced[key] = dict(fvs)
+        if i % 200 == 0:
+            await asyncio.sleep(0.01)
+    return merged, replaced
+
+
+def check_order(records: list, table: str) -> None:
+    """Per key and field, every handled value is newer than the one handled before it."""
+    last: dict[tuple[str, str], int] = {}
+    for t, key, op, fvs in records:
+        if t != table:
+            continue
+        for field, value in fvs:
+            seq = int(value[1:].split(":")[0])
+            assert seq > last.get((key, field), -1), (key, field, value)
+            last[(key, field)] = seq
+
+
+async def test_zmq_tables_deliver_persist_and_count(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    endpoint = f"ipc://{tmp_path}/zmq.sock"
+    port = free_port()
+    doc = {
+        "capture": {"enabled": True, "directory": str(tmp_path / "capture")},
+        "metrics": {"enabled": True, "address": "127.0.0.1", "port": port},
+        "orchs": [{
+            "plugin": "orch_plugins:RecordingOrch",
+            "tables": [
+                {"db": "APPL_DB", "table": "ZROUTE", "kind": "zmq", "endpoint": endpoint, "db_persistence": True},
+                {"db": "APPL_DB", "table": "ZPORT", "kind": "zmq", "endpoint": endpoint, "pop_batch_size": 7},
+            ],
+            "options": {"record": str(records)},
+        }],
+    }
+    appl = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    daemon = DaemonProcess(write_config(tmp_path, clean_redis, doc), tmp_path / "log")
+    client = ZmqClient(endpoint)
+    try:
+        daemon.wait_ready()
+        routes = ZmqProducerStateTable(appl, "ZROUTE", client, db_persistence=False)
+        ports = ZmqProducerStateTable(appl, "ZPORT", client, db_persistence=False)
+        bad = [b"", serialize("APPL_DB", "ZROUTE", [KeyOpFieldsValues("k", "SET", [("f", "v")])])[:-2]]
+        unrouted = serialize("APPL_DB", "NOBODY", [KeyOpFieldsValues("k", "SET", [("f", "v")])])
+        for data in bad:
+            await client.send_bytes(data)
+        await client.send_bytes(unrouted)
+        route_merged, route_replaced = await send_changes(routes, random.Random(1), 3000)
+        port_merged, _ = await send_changes(ports, random.Random(2), 1000)
+
+        expected = {**{("ZROUTE", k): v for k, v in route_merged.items()},
+                    **{("ZPORT", k): v for k, v in port_merged.items()}}
+
+        def handled_all() -> bool:
+            state: dict = {}
+            for table, key, op, fvs in read_records(records):
+                if op == "DEL":
+                    state.pop((table, key), None)
+                else:
+                    state.setdefault((table, key), {}).update(fvs)
+            return state == expected
+
+        assert await asyncio.to_thread(wait_until, handled_all, 60.0), daemon.log_path.read_text()[-3000:]
+        handled = read_records(records)
+        check_order(handled, "ZROUTE")
+        check_order(handled, "ZPORT")
+        assert all(op in ("SET", "DEL") and (op == "DEL") == (not fvs) for _, _, op, fvs in handled)
+
+        # db_persistence on ZROUTE only: the table as C++'s AsyncDBUpdater leaves it
+        table = Table(appl, "ZROUTE")
+
+        async def persisted() -> dict:
+            return await table.dump()
+
+        for _ in range(200):
+            if await persisted() == route_replaced:
+                break
+            await asyncio.sleep(0.05)
+        assert await persisted() == route_replaced
+        assert await Table(appl, "ZPORT").keys() == []
+
+        assert metric(port, "swssd_zmq_malformed_total") == len(bad)
+        assert metric(port, "swssd_zmq_dropped_total") == 1
+        assert metric(port, "swssd_zmq_received_total") == len(bad) + 1 + 4000
+        assert daemon.stop() == 0
+    finally:
+        client.close()
+        daemon.kill()
+        await appl.close()
+    log = daemon.log_path.read_text()
+    assert "Traceback" not in log
+    captured = (tmp_path / "capture" / "swssd.capture.jsonl").read_text()
+    assert '"kind":"zmq"' in captured.replace(" ", "") and "zmq" in KINDS
+
+
+def test_an_endpoint_in_use_is_one_line_and_exit_2(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        endpoint = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        doc = {"orchs": [{
+            "plugin": "orch_plugins:RecordingOrch",
+            "tables": [{"table": "ZROUTE", "kind": "zmq", "endpoint": endpoint}],
+            "options": {"record": str(tmp_path / "r.jsonl")},
+        }]}
+        config = write_config(tmp_path, clean_redis, doc)
+        proc = subprocess.run(
+            [sys.executable, "-m", "swssd.cli", "run", "--config", str(config)],
+            capture_output=True, text=True, timeout=60, env={**__import__("os").environ, "PYTHONPATH": "tests"},
+        )
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in lines if "cannot bind" in line]
+    assert len(errors) == 1 and "orchs.0.tables.0.endpoint" in errors[0], proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ({"table": "R", "kind": "zmq"}, "needs endpoint"),
+        ({"table": "R", "kind": "zmq", "endpoint": "http://127.0.0.1:1"}, "must start with tcp:// or ipc://"),
+        ({"table": "R", "endpoint": "tcp://127.0.0.1:8100"}, "zmq\" tables only"),
+        ({"table": "R", "db_persistence": True}, "zmq\" tables only"),
+        ({"table": "R", "kind": "zmq", "endpoint": "tcp://127.0.0.1:8100", "reconcile": True}, "reconcile"),
+    ],
+)
+def test_zmq_table_config_errors_name_the_field(table: dict, problem: str) -> None:
+    with pytest.raises(ConfigError, match="orchs.0.tables.0") as info:
+        config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [table]}]}, "swssd.toml")
+    assert problem in str(info.value)
+
+
+def test_one_zmq_table_has_one_consumer_per_endpoint() -> None:
+    a = {"table": "R", "kind": "zmq", "endpoint": "tcp://127.0.0.1:8100"}
+    b = {"table": "R", "kind": "zmq", "endpoint": "tcp://127.0.0.1:8101"}
+    config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [a]}, {"plugin": "x:Z", "tables": [b]}]})
+    with pytest.raises(ConfigError, match="already consumed"):
+        config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [a]}, {"plugin": "x:Z", "tables": [a]}]})
