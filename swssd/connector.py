@@ -12,12 +12,14 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from . import redis_url
 from .dbconfig import SonicDBConfig, SonicDBGlobalConfig, check_separator, resolve_config
-from .errors import RedisUnreachableError
+from .errors import RedisAuthError, RedisUnreachableError
 from .lua import Script
 from .wire import pack_command, use_hiredis_packing
 
@@ -125,12 +127,20 @@ class DBConnector:
     ) -> DBConnector:
         """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's.
 
-        `options` override client_options() (e.g. socket_timeout, socket_connect_timeout)."""
+        The URL is parsed by swssd.redis_url: a password may hold reserved characters, and a URL
+        that cannot be used raises RedisUrlError, whose message quotes no credentials. `options`
+        override client_options() (e.g. socket_timeout, username, password); the URL's own query
+        options win over both. `ssl=True` makes a redis:// URL a rediss:// one; ssl_* options only
+        reach a TLS connection."""
         check_separator(separator)
-        pool = aioredis.ConnectionPool.from_url(url, **{**client_options(), **options})
+        parsed = redis_url.parse(url, tls=bool(options.pop("ssl", False)))
+        kwargs = {**client_options(), **options, **parsed.connection_kwargs()}
+        if not parsed.tls:
+            kwargs = {k: v for k, v in kwargs.items() if not k.startswith("ssl_")}
         if db_id is None:
-            db_id = int(pool.connection_kwargs.get("db") or 0)
-        pool.connection_kwargs["db"] = db_id
+            db_id = parsed.db or 0
+        kwargs["db"] = db_id
+        pool = aioredis.ConnectionPool(**kwargs)
         db = cls(aioredis.Redis(connection_pool=pool), db_id=db_id, separator=separator, name=name)
         await db.ping()
         return db
@@ -159,6 +169,9 @@ class DBConnector:
         """Fail with RedisUnreachableError naming the address when Redis does not answer."""
         try:
             await self.redis.ping()
+        except AuthenticationError as exc:
+            await self.close()
+            raise RedisAuthError(self.address, exc) from None
         except CONNECTION_ERRORS as exc:
             await self.close()
             raise RedisUnreachableError(self.address, exc) from None

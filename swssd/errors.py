@@ -57,6 +57,10 @@ class InvalidSeparatorError(SwssdError, ValueError):
         )
 
 
+class InvalidTableNameError(SwssdError, ValueError):
+    """A table name the daemon or a tool refuses (glob character, separator, whitespace, control)."""
+
+
 class RedisUnreachableError(SwssdError, ConnectionError):
     """Redis could not be reached at the configured address."""
 
@@ -64,6 +68,20 @@ class RedisUnreachableError(SwssdError, ConnectionError):
         self.address = address
         reason = str(cause).rstrip(". ") or type(cause).__name__
         super().__init__(f"cannot reach Redis at {address}: {reason}; is redis-server running there?")
+
+
+class RedisAuthError(RedisUnreachableError):
+    """Redis answered but refused the user or the password (AUTH); retried like an unreachable Redis,
+    since an operator may be fixing the ACL."""
+
+    def __init__(self, address: str, cause: BaseException) -> None:
+        self.address = address
+        reason = str(cause).rstrip(". ") or type(cause).__name__
+        ConnectionError.__init__(
+            self, f"Redis at {address} refused the credentials: {reason}; check [redis] username and the "
+            "password (password_file, password, the URL's, the systemd credential redis-password, "
+            "$SWSSD_REDIS_PASSWORD)"
+        )
 
 
 class TempViewError(SwssdError, RuntimeError):
