@@ -84,5 +84,9 @@ class RedisAuthError(RedisUnreachableError):
         )
 
 
+class RedisUrlError(SwssdError, ValueError):
+    """A Redis URL that cannot be used; the message never quotes the URL's credentials or netloc."""
+
+
 class TempViewError(SwssdError, RuntimeError):
     """apply_temp_view() without a preceding create_temp_view()."""

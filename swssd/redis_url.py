@@ -25,7 +25,7 @@ from redis.asyncio.connection import (
     UnixDomainSocketConnection,
 )
 
-from .errors import SwssdError
+from .errors import RedisUrlError
 
 SCHEMES = ("redis", "rediss", "unix")
 
@@ -43,10 +43,6 @@ OPTIONS = frozenset({
 _CERT_REQS = ("none", "optional", "required")
 _OPTION_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
 _HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]*")
-
-
-class RedisUrlError(SwssdError, ValueError):
-    """A Redis URL that cannot be used; the message never quotes the URL's credentials or netloc."""
 
 
 @dataclass(frozen=True)
