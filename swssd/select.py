@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import structlog
 from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from .connector import CONNECTION_ERRORS, DBConnector
 from .selectable import Selectable, Subscription
@@ -205,6 +205,9 @@ class Select:
         await self.close()
 
 
+#: Seconds between the log lines of a subscription the Redis ACL keeps refusing.
+_REFUSED_LOG_INTERVAL = 60.0
+
 _SUBSCRIBE = {False: "SUBSCRIBE", True: "PSUBSCRIBE"}
 _UNSUBSCRIBE = {False: "UNSUBSCRIBE", True: "PUNSUBSCRIBE"}
 _CONFIRMATIONS = ("subscribe", "psubscribe")
@@ -235,6 +238,8 @@ class _ServerSubscription:
         self.connected = False
         self.reconnects = 0
         self.address = db.address
+        #: when a refused subscription was last logged; None while subscriptions are accepted
+        self._refused_logged: float | None = None
 
     async def add(self, table: Selectable) -> None:
         sub = table.subscription
@@ -287,7 +292,7 @@ class _ServerSubscription:
                     names = [sub.name for sub in self._subscribed if sub.pattern is pattern]
                     if names:
                         await conn.send_command(_SUBSCRIBE[pattern], *names, check_health=False)
-                if not first:
+                if not first and self._refused_logged is None:
                     self.reconnects += 1
                     log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed))
                 self.connected = True
@@ -298,6 +303,10 @@ class _ServerSubscription:
             except CONNECTION_ERRORS as exc:
                 if self.connected or first:
                     log.warning("pubsub connection lost", address=self.address, error=str(exc))
+            except NoPermissionError as exc:
+                # The ACL, not the connection: trying again at once would only repeat it.
+                self._refused(exc)
+                delay = self._select.reconnect_max
             except Exception:  # noqa: BLE001 - the reader must outlive surprises; say so and retry
                 log.exception("pubsub reader failed; reconnecting", address=self.address)
             finally:
@@ -309,6 +318,15 @@ class _ServerSubscription:
             first = False
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._select.reconnect_max)
+
+    def _refused(self, exc: NoPermissionError) -> None:
+        """One error line, then one a minute while Redis keeps refusing."""
+        now = asyncio.get_running_loop().time()
+        if self._refused_logged is not None and now - self._refused_logged < _REFUSED_LOG_INTERVAL:
+            return
+        self._refused_logged = now
+        log.error("Redis refused the pub/sub subscription: this user needs +subscribe +psubscribe and the "
+                  "channels (&*), see README 'Redis ACL'; retrying", address=self.address, error=str(exc))
 
     async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
         subscribed = self._subscribed
@@ -326,6 +344,9 @@ class _ServerSubscription:
                 elif kind in _CONFIRMATIONS:
                     sub = Subscription(reply[1], kind == "psubscribe")
                     self._confirmed.add(sub)
+                    if self._refused_logged is not None and len(self._confirmed) == len(self._subscribed):
+                        self._refused_logged = None
+                        log.info("pub/sub subscriptions accepted by Redis again", address=self.address)
                     for waiter in self._waiters.pop(sub, ()):
                         if not waiter.done():
                             waiter.set_result(None)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from .connector import DBConnector
 from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
@@ -245,6 +245,12 @@ class SubscriberStateTable(Selectable, TableBase):
         """Say so, in one line, when Redis does not publish the events this table lives on."""
         try:
             reply = await self.db.redis.execute_command("CONFIG", "GET", "notify-keyspace-events")
+        except NoPermissionError:
+            # A minimal ACL leaves CONFIG GET out: it would read every setting, requirepass too.
+            log.info("notify-keyspace-events not checked: this Redis user may not run CONFIG GET; keyspace "
+                     "events must be on (AKE, as SONiC sets them) for this table's later changes",
+                     table=self.name)
+            return
         except ResponseError as exc:
             log.warning("cannot check notify-keyspace-events", table=self.name, error=str(exc))
             return

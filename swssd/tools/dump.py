@@ -12,7 +12,9 @@ import json
 import sys
 
 from ..connector import DBConnector
-from ..table import Table, TableDump
+from ..names import check_table_name, shown
+from ..scan import read_table
+from ..table import TableDump
 from .connect import add_connection_arguments, connect_from_args
 
 BOOKKEEPING_SUFFIXES = ("_KEY_SET", "_DEL_SET", "_KEY_VALUE_OP_QUEUE")
@@ -36,15 +38,22 @@ async def table_names(db: DBConnector) -> list[str]:
 
 
 async def dump_tables(db: DBConnector, tables: list[str] | None = None) -> dict[str, TableDump]:
-    """Contents of the given tables (all tables when None), keys sorted for stable output."""
+    """Contents of the given tables (all tables when None), keys sorted for stable output. Read
+    with SCAN (never KEYS, which needs +keys and blocks Redis); a key under a table's prefix that
+    is not a hash is left out and reported on stderr, one line per table."""
     out: dict[str, TableDump] = {}
     for name in tables or await table_names(db):
-        content = await Table(db, name).dump()
-        out[name] = {k: dict(sorted(content[k].items())) for k in sorted(content)}
+        found = await read_table(db, name)
+        if found.not_hashes:
+            print(f"swssd dump: table {shown(name)}: {len(found.not_hashes)} key(s) skipped, not hashes "
+                  f"(first: {shown(found.not_hashes[0])})", file=sys.stderr)
+        out[name] = {k: dict(sorted(found.entries[k])) for k in sorted(found.entries)}
     return out
 
 
 async def run(args: argparse.Namespace) -> int:
+    for name in args.table or []:
+        check_table_name(name, "--table")
     db = await connect_from_args(args)
     async with db:
         result = await dump_tables(db, args.table)
