@@ -543,3 +543,64 @@ async def test_mixed_capture_matches_the_plain_python_fold(spark: SparkSession, 
     python_state = {(t, key): v for (_, _, t, key), v in bench_python_fold(cap).items()}
     assert spark_state == python_state == expected
     assert got.counts()["rejects"] == 0
+
+
+def test_an_input_matching_nothing_fails_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import swssd.replay.session
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started for an input that matches nothing")
+
+    monkeypatch.setattr(swssd.replay.session, "get_session", no_spark)
+    assert main(["state", str(tmp_path / "nothing-here*"), "--output", str(tmp_path / "out")]) == 2
+    assert "no file matches" in capsys.readouterr().err
+
+
+def test_an_empty_input_warns(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty-file" ).mkdir()
+    (tmp_path / "empty-file" / "swssd.capture.jsonl").write_text("")
+    for target in ("empty", "empty-file"):
+        assert main(["state", str(tmp_path / target), "--output", str(tmp_path / "out"), *SPARK_ARGS]) == 0
+        captured = capsys.readouterr()
+        assert "read 0 lines" in captured.out and "warning: the inputs hold no lines" in captured.err
+
+
+def test_progress_lines_while_a_job_runs(spark: SparkSession) -> None:
+    import io
+    import time as _time
+
+    from swssd.replay.progress import Progress
+
+    out = io.StringIO()
+    with Progress(spark, after=0.0, interval=0.05, stream=out):
+        spark.range(0, 2_000_000, numPartitions=4).selectExpr("sum(id)").collect()
+        _time.sleep(0.2)
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.startswith("swssd replay: running for ") for line in lines)
+    quiet = io.StringIO()
+    with Progress(spark, after=30.0, stream=quiet):
+        pass
+    assert quiet.getvalue() == ""
+
+
+def test_the_command_is_quiet_unless_verbose(tmp_path: Path) -> None:
+    """A fresh `swssd replay` process: results on stdout, none of Spark's start-up notices or
+    WARN lines on stderr (the JVM's own notice about incubator modules and progress lines aside)."""
+    import subprocess
+    import sys
+
+    capture = write_jsonl(tmp_path / "sw1" / "swssd.capture.jsonl",
+                          [old_record(1, "Ethernet0", "SET", [["mtu", "9100"]])])
+    proc = subprocess.run(
+        [sys.executable, "-m", "swssd.replay", "state", str(capture.parent), "--output", str(tmp_path / "out"),
+         *SPARK_ARGS],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1 entries in 1 tables" in proc.stdout
+    expected = ("WARNING: Using incubator modules", "swssd replay: running for ")  # the JVM's; progress
+    noise = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(expected)]
+    assert noise == [], proc.stderr

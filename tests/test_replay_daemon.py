@@ -11,6 +11,8 @@ its SETs replace entries; a notification channel shows in history and stats, nev
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import random
 import time
@@ -133,6 +135,17 @@ async def test_daemon_capture_replays_to_the_redis_tables(
     assert await asyncio.to_thread(
         main, ["state", rec, "--table", "E2E_*", "--db", "APPL_DB", "--output", str(out), *SPARK_ARGS]) == 0
     assert replayed(spark, out) == nonempty({k: v for k, v in final.items() if k[0] == "APPL_DB"})
+
+    # Both forms named together (the directory, or the two globs): each event counted once, from
+    # the JSON Lines capture, and the left-out swss.rec named in a note.
+    for inputs in ([str(capture)], [rec, jsonl]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert await asyncio.to_thread(main, ["stats", *inputs, "--output", str(out), *SPARK_ARGS]) == 0
+        assert "swss.rec file(s) in" in err.getvalue() and "left out" in err.getvalue()
+        rows = spark.read.parquet(str(out / "stats" / "tables")).collect()
+        assert sum(r["events"] for r in rows) == len(records)
+        assert {r["host"] for r in rows} == {"sw-e2e"}
 
 
 SUB_TABLE = "E2E_CONFIG_PORT"  # CONFIG_DB, written with plain hash writes: a subscriber table

@@ -49,6 +49,8 @@ def _common() -> argparse.ArgumentParser:
     s.add_argument("--driver-memory", help="spark.driver.memory for a local run, e.g. 4g")
     s.add_argument("--conf", action="append", type=_conf, default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
+    s.add_argument("--verbose", action="store_true",
+                   help="show Spark's own log lines (by default only its errors)")
     s.add_argument("--output", default="replay-output", metavar="DIR",
                    help="where Parquet results and rejected lines go (default ./replay-output)")
     return p
@@ -109,11 +111,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.errors import AnalysisException
 
     from .commands import COMMANDS, UsageError
+    from .paths import NoInputError, resolve_inputs
+    from .progress import Progress
     from .session import get_session
 
-    spark = get_session(args.master, dict(args.conf), args.driver_memory)
     try:
-        return COMMANDS[args.command](spark, args)
+        resolved = resolve_inputs(args.inputs)
+    except NoInputError as exc:
+        print(f"swssd replay: {exc}", file=sys.stderr)
+        return 2
+    for note in resolved.notes():
+        print(f"swssd replay: {note}", file=sys.stderr)
+    args.inputs = resolved.paths
+    spark = get_session(args.master, dict(args.conf), args.driver_memory, verbose=args.verbose)
+    try:
+        with Progress(spark):
+            return COMMANDS[args.command](spark, args)
     except (UsageError, ValueError) as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -67,6 +68,8 @@ def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
         path = out_path(args, "rejects")
         inputs.rejects.write.mode("overwrite").json(path)
     print(input_summary(counts, path))
+    if not counts.get("lines"):
+        print("swssd replay: warning: the inputs hold no lines (empty files or directories)", file=sys.stderr)
     return counts
 
 

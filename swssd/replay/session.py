@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 APP_NAME = "swssd-replay"
+#: Spark's logging while quiet: errors only (see the file)
+QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 # Spark warns with a stack trace for every glob path it checks for a streaming sink's metadata.
 _NOISY_LOGGERS = (
@@ -19,12 +23,16 @@ def get_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     driver_memory: str | None = None,
+    verbose: bool = False,
 ) -> SparkSession:
     """The active session, or a new one.
 
     Under spark-submit (which starts Python with a gateway) the master comes from spark-submit;
     otherwise it is `master`, or `local[*]` by default. Timestamps are computed and shown in UTC.
+    Unless `verbose`, Spark logs errors only, and in local mode it binds the loopback address
+    (no "hostname resolves to a loopback address" warning, nothing listening beyond the host).
     """
+    conf = dict(conf or {})
     builder = SparkSession.builder.appName(APP_NAME)
     launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     if not master and not launched_by_spark_submit:
@@ -32,6 +40,7 @@ def get_session(
     if master:
         builder = builder.master(master)
         if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
             # tasks per stage (and AQE does not coalesce a cached stage).
             builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
@@ -40,13 +49,17 @@ def get_session(
     builder = (
         builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.ui.enabled", "false")
         .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
         # The fold collects each key's events in a hash map; past 128 keys (the default) Spark
         # would sort every row of the partition by key instead. Bounded, so that a partition with
         # very many keys still falls back to the sort (which spills) rather than run out of memory.
         .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
     )
-    for key, value in (conf or {}).items():
+    if not verbose:
+        quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
+        conf[_JAVA_OPTIONS] = f"{quiet} {conf.get(_JAVA_OPTIONS, '')}".strip()
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet(spark)

@@ -1,0 +1,97 @@
+"""Which files a replay reads, decided on the local file system before Spark starts.
+
+An input that matches nothing is an error at once (not after the JVM's start-up); a directory
+stands for every file under it, and a glob for what it matches (names starting with `.` or `_`
+left out, as Spark does: `_SUCCESS`, `.crc`); inputs
+with a scheme (`hdfs://`, `s3a://`, ...) are handed to Spark as they are.
+
+One stream, counted once: the daemon with `capture.rec = true` writes the same events twice into
+one directory, as JSON Lines (lossless) and as swss.rec. When the files to read hold both kinds in
+one directory, that directory's swss.rec files are left out and named in a note; naming swss.rec
+files alone reads them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: swss.rec, rotated (swss.rec.1) and compressed (swss.rec.1.gz)
+_REC = re.compile(r"^swss\.rec(\.\d+)?(\.gz)?$")
+#: a JSON Lines capture, rotated and compressed likewise
+_JSONL = re.compile(r"\.jsonl(\.\d+)?(\.gz)?$")
+
+
+class NoInputError(ValueError):
+    """An input names nothing that exists."""
+
+
+@dataclass
+class ResolvedInputs:
+    """The files to read, and what was decided on the way."""
+
+    paths: list[str]
+    #: swss.rec files left out: a JSON Lines capture beside them holds the same events
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+    def notes(self) -> list[str]:
+        """What to tell the user before the job runs."""
+        return [
+            f"note: {len(names)} swss.rec file(s) in {directory} left out: the JSON Lines capture there "
+            "holds the same events (name the swss.rec files alone to read them)"
+            for directory, names in sorted(self.skipped.items())
+        ]
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _files_under(directory: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
+        found.extend(Path(root) / f for f in sorted(files) if not _is_hidden(f))
+    return found
+
+
+def _expand(text: str) -> list[Path]:
+    local = text.removeprefix("file://")
+    if glob.has_magic(local):
+        matches = [Path(p) for p in sorted(glob.glob(local)) if not _is_hidden(Path(p).name)]
+    else:
+        matches = [Path(local)] if os.path.exists(local) else []
+    if not matches:
+        raise NoInputError(f"no file matches {text!r}")
+    files: list[Path] = []
+    for path in matches:
+        # an empty directory stays itself: Spark reads it as no lines (and the user is warned)
+        files.extend((_files_under(path) or [path]) if path.is_dir() else [path])
+    return files
+
+
+def _drop_rec_beside_jsonl(files: list[Path]) -> tuple[list[Path], dict[str, list[str]]]:
+    jsonl_dirs = {f.parent for f in files if _JSONL.search(f.name)}
+    kept, skipped = [], {}
+    for f in files:
+        if f.parent in jsonl_dirs and _REC.match(f.name):
+            skipped.setdefault(str(f.parent), []).append(f.name)
+        else:
+            kept.append(f)
+    return kept, skipped
+
+
+def resolve_inputs(inputs: Sequence[str]) -> ResolvedInputs:
+    """The files to read for the command line's INPUTs; NoInputError when one matches nothing."""
+    remote = [text for text in inputs if _SCHEME.match(text) and not text.startswith("file://")]
+    local: dict[Path, None] = {}  # in order, once each
+    for text in inputs:
+        if text not in remote:
+            local.update(dict.fromkeys(_expand(text)))
+    files, skipped = _drop_rec_beside_jsonl(list(local))
+    return ResolvedInputs([*map(str, files), *remote], skipped)
