@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import IO
 
 from swssd import KeyOpFieldsValues, Orch, Retry, Table
@@ -30,6 +31,13 @@ class RecordingOrch(Orch):
 
     async def stop(self) -> None:
         self._out.close()
+
+
+class StampOrch(RecordingOrch):
+    """Records [key, unix time the handler got it] instead: how late a change is delivered."""
+
+    def record(self, table: str, task: KeyOpFieldsValues) -> None:
+        self._out.write(json.dumps([task.key, time.time()]) + "\n")
 
 
 class BatchRecordingOrch(RecordingOrch):
