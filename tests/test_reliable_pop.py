@@ -16,7 +16,7 @@ from redis.exceptions import ResponseError
 
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, ProducerTable, Table
 from swssd.orch.pending import PendingMap
-from swssd.orch.reliable_pop import Batch, ReliablePop, dead_key, inflight_key
+from swssd.orch.reliable_pop import DEAD_CAP, Batch, ReliablePop, dead_key, inflight_key
 
 TRICKY = [
     ("plain", "v"),
@@ -128,6 +128,25 @@ async def test_queue_of_only_bad_entries_and_a_bounded_excerpt(db: DBConnector) 
     assert tasks_of(await drain(source)) == []
     (record,) = [json.loads(r) for r in await db.redis.lrange(dead_key("test", "Q"), 0, -1)]
     assert record["key"] == "k" and record["op"] == "Sset" and len(record["value"]) == 512
+
+
+@pytest.mark.parametrize("kind", ["state", "queue"])
+async def test_a_batch_that_sets_aside_more_than_unpack_takes_still_pops(db: DBConnector, kind: str) -> None:
+    """Lua's unpack() stops near 8,000 values: one pop setting aside 9,000 entries (a large
+    pop_batch_size) failed for ever before the dead-letter list was written in chunks."""
+    n = 9000
+    if kind == "queue":
+        await db.redis.lpush("Q_KEY_VALUE_OP_QUEUE", *[x for i in range(n) for x in (f"k{i}", "not json", "Sset")])
+    else:
+        await db.redis.sadd("T_KEY_SET", *[f"k{i}" for i in range(n)])
+        await db.execute_many([("SET", f"_T:k{i}", "not a hash") for i in range(n)])
+    set_aside: list[int] = []
+    pop = queue_pop if kind == "queue" else state_pop
+    source = pop(db, batch=n, on_set_aside=set_aside.append)
+    source.consumer.notify()
+    assert tasks_of(await drain(source)) == []
+    assert sum(set_aside) == n
+    assert await db.redis.llen(dead_key("test", source.consumer.name)) == min(n, DEAD_CAP)
 
 
 async def test_wrong_type_table_entry_of_a_queue_is_set_aside(db: DBConnector) -> None:

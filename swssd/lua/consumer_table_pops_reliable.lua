@@ -190,7 +190,9 @@ else
    seq = tonumber(redis.call('HGET', KEYS[3], 'seq') or '0')
 end
 if #dead > 0 then
-   redis.call('RPUSH', KEYS[4], unpack(dead))
+   for j = 1, #dead, 1000 do -- in chunks: unpack() has a stack limit (8000 set aside failed the pop)
+      redis.call('RPUSH', KEYS[4], unpack(dead, j, math.min(j + 999, #dead)))
+   end
    redis.call('LTRIM', KEYS[4], -tonumber(ARGV[3]), -1)
 end
 local more = 0
