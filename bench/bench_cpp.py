@@ -33,6 +33,7 @@ commands only, as in bench_tables.py), median over rounds.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import inspect
 import json
@@ -128,20 +129,25 @@ def build_cpp(tree: Path, out_dir: Path) -> Path:
 # -- the swssd side ---------------------------------------------------------------------------
 
 
-async def pst_set(db: DBConnector, entries: list[Entry]) -> None:
-    pst = ProducerStateTable(db, TABLE)
+def _pst(db: DBConnector, fast: bool, buffered: bool = False) -> ProducerStateTable:
+    """The library's producer; with fast, its opt-in fast scripts (where the checkout has them)."""
+    return ProducerStateTable(db, TABLE, buffered=buffered, **({"fast_scripts": True} if fast else {}))
+
+
+async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
+    pst = _pst(db, fast)
     for key, fvs in entries:
         await pst.set(key, fvs)
 
 
-async def pst_set_many(db: DBConnector, entries: list[Entry]) -> None:
-    pst = ProducerStateTable(db, TABLE)
+async def pst_set_many(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
+    pst = _pst(db, fast)
     for i in range(0, len(entries), BATCH):
         await pst.set_many(entries[i : i + BATCH])
 
 
-async def pst_buffered(db: DBConnector, entries: list[Entry]) -> None:
-    pst = ProducerStateTable(db, TABLE, buffered=True)
+async def pst_buffered(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
+    pst = _pst(db, fast, buffered=True)
     for i, (key, fvs) in enumerate(entries, 1):
         await pst.set(key, fvs)
         if i % BATCH == 0:
@@ -161,9 +167,10 @@ async def pt_buffered(db: DBConnector, entries: list[Entry]) -> None:
 Popper = Callable[[], Awaitable[int]]
 
 
-def library_consumer(kind: type, prefetch: bool) -> Callable[[DBConnector], Popper]:
+def library_consumer(kind: type, prefetch: bool, fast: bool = False) -> Callable[[DBConnector], Popper]:
     def make(db: DBConnector) -> Popper:
-        table = kind(db, TABLE, pop_batch_size=BATCH, **({"prefetch": True} if prefetch else {}))
+        options = {**({"prefetch": True} if prefetch else {}), **({"fast_scripts": True} if fast else {})}
+        table = kind(db, TABLE, pop_batch_size=BATCH, **options)
 
         async def pop() -> int:
             return len(await table.pops())
@@ -247,6 +254,10 @@ def make_cases(keys: int, slow: int) -> list[Case]:
         extra = prefetch_consumer(kind)
         if extra is not None:
             case.variants.append(extra)
+    if "fast_scripts" in inspect.signature(ProducerStateTable).parameters:
+        for case, producer in zip(cases[:3], (pst_set, pst_set_many, pst_buffered)):
+            case.variants.append(("swssd, fast scripts", functools.partial(producer, fast=True)))
+        cases[3].variants.append(("swssd, fast scripts", library_consumer(ConsumerStateTable, False, fast=True)))
     return cases
 
 

@@ -10,7 +10,16 @@ import structlog
 from .connector import DBConnector, ScriptCall
 from .errors import TempViewError
 from .fields import FieldValuesLike, KeyOpFieldsValues, as_field_values
-from .lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET
+from .lua import (
+    PST_APPLY_VIEW,
+    PST_BATCHED_DEL,
+    PST_BATCHED_SET,
+    PST_BATCHED_SET_FAST,
+    PST_CLEAR,
+    PST_DEL,
+    PST_SET,
+    PST_SET_FAST,
+)
 from .table import Table, TableBase, TableDump
 
 log = structlog.get_logger(__name__)
@@ -24,11 +33,17 @@ class ProducerStateTable(TableBase):
     With `buffered=True` nothing is sent until `flush()`, which pipelines every queued call in order.
     Between `create_temp_view()` and `apply_temp_view()` writes go to memory only; applying sends
     the minimal set/del diff against the current table in one EVALSHA.
+
+    With `fast_scripts=True`, set and set_many run swssd's own scripts (`swssd/lua/*_fast.lua`):
+    the same key set, state hashes and PUBLISH as the C++ scripts, with one HSET per entry instead
+    of one per field (and one SADD per batch); a C++ consumer reads them as usual. Keyspace
+    events differ (one `hset` per entry). Off by default: the default is byte-identical to C++.
     """
 
-    def __init__(self, db: DBConnector, name: str, buffered: bool = False) -> None:
+    def __init__(self, db: DBConnector, name: str, buffered: bool = False, fast_scripts: bool = False) -> None:
         super().__init__(db, name)
         self.buffered = buffered
+        self.fast_scripts = fast_scripts
         self._queued: list[ScriptCall] = []
         self._temp_view: TableDump | None = None
 
@@ -42,8 +57,11 @@ class ProducerStateTable(TableBase):
                 self._temp_view.setdefault(key, {}).update(pairs)
             return
         state_hash = self.state_prefix + self.key_name(key)
-        keys = [self.channel, self.key_set, *([state_hash] * len(pairs))]
         args = ["G", key, *chain.from_iterable(pairs)]
+        if self.fast_scripts:
+            await self._send((PST_SET_FAST, [self.channel, self.key_set, state_hash], args))
+            return
+        keys = [self.channel, self.key_set, *([state_hash] * len(pairs))]
         await self._send((PST_SET, keys, args))
 
     async def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:
@@ -70,7 +88,7 @@ class ProducerStateTable(TableBase):
             args.append(len(pairs))
             args.extend(chain.from_iterable(pairs))
         if len(keys) > 3:
-            await self._send((PST_BATCHED_SET, keys, args))
+            await self._send((PST_BATCHED_SET_FAST if self.fast_scripts else PST_BATCHED_SET, keys, args))
 
     async def delete_many(self, keys: Iterable[str]) -> None:
         """Delete many entries in one EVALSHA (the C++ batched del)."""

@@ -2,8 +2,9 @@
 
 The files beside this module are the wire protocol: their SHA1 is what a C++ peer's
 EVALSHA names, so they are read as bytes and never reformatted. The `*_tracked` and `*_reliable`
-files are swssd's own variants (the daemon's pops), `instance_lease` is the daemon's own; every
-other file is the C++ library's.
+files are swssd's own variants (the daemon's pops), the `*_fast` files swssd's opt-in variants
+with the C++ scripts' effect on Redis in fewer commands (`fast_scripts=True`), `instance_lease`
+is the daemon's own; every other file is the C++ library's.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ class Script:
 PST_SET = Script.from_package("producer_state_table_set")
 PST_DEL = Script.from_package("producer_state_table_del")
 PST_BATCHED_SET = Script.from_package("producer_state_table_batched_set")
+PST_SET_FAST = Script.from_package("producer_state_table_set_fast")
+PST_BATCHED_SET_FAST = Script.from_package("producer_state_table_batched_set_fast")
 PST_BATCHED_DEL = Script.from_package("producer_state_table_batched_del")
 PST_CLEAR = Script.from_package("producer_state_table_clear")
 PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
 CST_POPS = Script.from_package("consumer_state_table_pops")
 CST_POPS_TRACKED = Script.from_package("consumer_state_table_pops_tracked")
 CST_POPS_RELIABLE = Script.from_package("consumer_state_table_pops_reliable")
+CST_POPS_FAST = Script.from_package("consumer_state_table_pops_fast")
 PT_ENQUEUE = Script.from_package("producer_table_enqueue")
 CT_POPS = Script.from_package("consumer_table_pops")
 CT_POPS_RELIABLE = Script.from_package("consumer_table_pops_reliable")
@@ -46,12 +50,15 @@ ALL_SCRIPTS = (
     PST_SET,
     PST_DEL,
     PST_BATCHED_SET,
+    PST_SET_FAST,
+    PST_BATCHED_SET_FAST,
     PST_BATCHED_DEL,
     PST_CLEAR,
     PST_APPLY_VIEW,
     CST_POPS,
     CST_POPS_TRACKED,
     CST_POPS_RELIABLE,
+    CST_POPS_FAST,
     PT_ENQUEUE,
     CT_POPS,
     CT_POPS_RELIABLE,

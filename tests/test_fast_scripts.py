@@ -1,0 +1,104 @@
+"""swssd's `*_fast` scripts against the C++ scripts: the same Redis state and the same PUBLISHes.
+
+The same random sequence of producer and consumer calls runs twice on one redis-server: with the
+C++ scripts on database 1 and with `fast_scripts=True` on database 2. After every sequence every
+key of the two databases (type, and contents in Redis's own order) must be equal, the pops must
+have returned the same entries, and as many messages must have been published on each
+database's table channel.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from swssd import ConsumerStateTable, DBConnector, ProducerStateTable
+from swssd.embedded_redis import EmbeddedRedis
+
+TABLE = "FAST_T"
+KEYS = ["Ethernet0", "Ethernet4", "10.0.0.0/8", "a:b|c", "é", ""]
+FIELDS = ["mtu", "speed", "admin_status", "alias", "f:x|y", ""]
+
+
+async def redis_state(db: DBConnector) -> dict[str, Any]:
+    """Every key of the database with its type and contents, as Redis orders them."""
+    r = db.redis
+    out: dict[str, Any] = {}
+    for key in sorted(await r.keys("*")):
+        kind = await r.type(key)
+        if kind == "hash":
+            out[key] = ("hash", await r.execute_command("HGETALL", key))
+        elif kind == "set":
+            out[key] = ("set", sorted(await r.smembers(key)))
+        else:
+            out[key] = (kind, None)
+    return out
+
+
+def random_ops(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
+    ops: list[tuple[Any, ...]] = []
+    for _ in range(count):
+        roll = rng.random()
+
+        def fvs() -> list[tuple[str, str]]:
+            return [(rng.choice(FIELDS), f"v{rng.randrange(1000)}:|") for _ in range(rng.randint(0, 5))]
+
+        if roll < 0.35:
+            ops.append(("set", rng.choice(KEYS), fvs()))
+        elif roll < 0.5:
+            ops.append(("delete", rng.choice(KEYS)))
+        elif roll < 0.7:
+            ops.append(("set_many", [(rng.choice(KEYS), fvs()) for _ in range(rng.randint(1, 8))]))
+        elif roll < 0.78:
+            ops.append(("delete_many", rng.sample(KEYS, rng.randint(1, 3))))
+        else:
+            ops.append(("pops",))
+    ops.append(("pops",))
+    return ops
+
+
+async def run(ops: list[tuple[Any, ...]], producer: ProducerStateTable, consumer: ConsumerStateTable) -> list[Any]:
+    """The popped batches, each sorted: a pop takes every key (the batch is larger than KEYS), but
+    SPOP returns them in a random order."""
+    popped: list[Any] = []
+    for op, *args in ops:
+        if op == "pops":
+            popped.append(sorted(await consumer.pops()))
+        else:
+            await getattr(producer, op)(*args)
+    return popped
+
+
+@pytest.mark.parametrize("seed", range(40))
+async def test_fast_scripts_leave_redis_as_the_cpp_scripts(clean_redis: EmbeddedRedis, seed: int) -> None:
+    rng = random.Random(seed)
+    ops = random_ops(rng, rng.randint(5, 60))
+    cpp = await DBConnector.from_url(clean_redis.url, db_id=1, separator=":", name="APPL_DB")
+    fast = await DBConnector.from_url(clean_redis.url, db_id=2, separator=":", name="APPL_DB")
+    listener = aioredis.Redis.from_url(clean_redis.url, decode_responses=True)
+    pubsub = listener.pubsub()
+    await pubsub.subscribe(f"{TABLE}_CHANNEL@1", f"{TABLE}_CHANNEL@2")
+    while await pubsub.get_message(timeout=0.05) is not None:  # the subscribe confirmations
+        pass
+    try:
+        results = []
+        for db, flag in ((cpp, False), (fast, True)):
+            producer = ProducerStateTable(db, TABLE, fast_scripts=flag)
+            consumer = ConsumerStateTable(db, TABLE, pop_batch_size=128, fast_scripts=flag)
+            results.append(await run(ops, producer, consumer))
+        assert results[0] == results[1]
+        assert any(results[0]), "nothing popped: the test lost its point"
+        assert await redis_state(cpp) == await redis_state(fast)
+        counts = {1: 0, 2: 0}
+        while (message := await pubsub.get_message(timeout=0.2)) is not None:
+            if message["type"] == "message":
+                counts[int(message["channel"].rsplit("@", 1)[1])] += 1
+        assert counts[1] == counts[2] > 0
+    finally:
+        await pubsub.aclose()
+        await listener.aclose()
+        await cpp.close()
+        await fast.close()
