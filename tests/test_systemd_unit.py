@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import re
 import shutil
 import subprocess
 import sys
@@ -84,3 +85,37 @@ def test_systemd_analyze_verify_with_the_sonic_drop_in(tmp_path: Path) -> None:
     result = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "swssd.service" not in result.stderr, result.stderr
+
+
+def settings(name: str, path: Path = UNIT) -> list[str]:
+    """Every value given to `name` in [Service] (systemd adds up repeated list settings)."""
+    values, section = [], ""
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and line.startswith(f"{name}="):
+            values.append(line.partition("=")[2])
+    return values
+
+
+def test_hardening_settings() -> None:
+    svc = unit()["Service"]
+    assert svc["UMask"] == "0077"
+    assert settings("SystemCallFilter")[0] == "@system-service"
+    assert svc["SystemCallErrorNumber"] == "EPERM"
+    assert settings("IPAddressAllow") == ["localhost"] and settings("IPAddressDeny") == ["any"]
+    assert svc["PrivateMounts"] == "yes" and svc["ProtectProc"] == "invisible"
+    assert "IPAddressAllow=" in UNIT.read_text().split("IPAddressAllow=localhost")[0]  # how to widen it
+    assert not settings("ReadWritePaths")  # a unix socket is connected to without write access to its mount
+
+
+def test_systemd_analyze_security_exposure_at_most_2() -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    result = subprocess.run([analyze, "security", "--offline=yes", "--no-pager", str(UNIT)],
+                            capture_output=True, text=True, timeout=120)
+    found = re.search(r"Overall exposure level for swssd\.service: (\d+\.\d+)", result.stdout)
+    assert found, result.stdout + result.stderr
+    assert float(found.group(1)) <= 2.0, result.stdout
