@@ -25,6 +25,7 @@ from pathlib import Path
 import structlog
 
 from .errors import SwssdError
+from .schema import DATABASES
 
 log = structlog.get_logger(__name__)
 
@@ -244,15 +245,10 @@ class EmbeddedRedis:
         import json
 
         path = path or self.dir / "database_config.json"
-        dbs = {
-            "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"),
-            "LOGLEVEL_DB": (3, ":"), "CONFIG_DB": (4, "|"), "PFC_WD_DB": (5, ":"),
-            "FLEX_COUNTER_DB": (5, ":"), "STATE_DB": (6, "|"), "SNMP_OVERLAY_DB": (7, "|"),
-        }
         doc = {
             "INSTANCES": {"redis": {"hostname": "127.0.0.1", "port": self.port,
                                     "unix_socket_path": self.unix_socket}},
-            "DATABASES": {n: {"id": i, "separator": s, "instance": "redis"} for n, (i, s) in dbs.items()},
+            "DATABASES": {n: {"id": i, "separator": s, "instance": "redis"} for n, (i, s) in DATABASES.items()},
             "VERSION": "1.0",
         }
         path.write_text(json.dumps(doc, indent=4))

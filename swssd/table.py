@@ -7,6 +7,7 @@ import json
 from .connector import DBConnector
 from .fields import FieldValues, FieldValuesLike, as_field_values
 from .lua import TABLE_DUMP
+from .schema import CHANNEL_SUFFIX, DEL_SET_SUFFIX, KEY_SET_SUFFIX, OP_QUEUE_SUFFIX, STATE_PREFIX
 
 TableDump = dict[str, dict[str, str]]
 
@@ -32,23 +33,23 @@ class TableBase:
     @property
     def channel(self) -> str:
         """`<TABLE>_CHANNEL@<db id>`."""
-        return f"{self.name}_CHANNEL@{self.db.db_id}"
+        return f"{self.name}{CHANNEL_SUFFIX}@{self.db.db_id}"
 
     @property
     def key_set(self) -> str:
-        return f"{self.name}_KEY_SET"
+        return self.name + KEY_SET_SUFFIX
 
     @property
     def del_set(self) -> str:
-        return f"{self.name}_DEL_SET"
+        return self.name + DEL_SET_SUFFIX
 
     @property
     def state_prefix(self) -> str:
-        return "_"
+        return STATE_PREFIX
 
     @property
     def op_queue(self) -> str:
-        return f"{self.name}_KEY_VALUE_OP_QUEUE"
+        return self.name + OP_QUEUE_SUFFIX
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, db={self.db.name or self.db.db_id})"

@@ -35,9 +35,10 @@ from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from typing import Literal, NamedTuple, get_args
 
+from ..schema import REC_STARTED
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-REC_STARTED = "recording started"
 
 CaptureKind = Literal["state", "queue", "subscriber", "notification", "zmq"]
 KINDS: frozenset[str] = frozenset(get_args(CaptureKind))

@@ -53,6 +53,7 @@ from pyspark.sql.types import (
 )
 
 from ..capture.format import KINDS
+from ..schema import REC_STARTED
 from .inputs_doc import DEFAULT_HOST_PATTERN
 
 JSON_SCHEMA = StructType(
@@ -75,7 +76,6 @@ _REC_TS = r"^\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6}\|"
 _REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
 _OP_SPLIT = r"\|(?=(?:SET|DEL)(?:\||$))"
 _FIELD_SPLIT = r"\|(?=[^|]*:)"
-REC_MARKER = "recording started"
 
 EVENT_COLUMNS = [
     "host", "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
@@ -174,7 +174,7 @@ def _parse_once(spark: SparkSession, paths: Sequence[str], utc_session: bool = F
         # a line starting with { is none of these: no regular expression (and no copy of the
         # line as a Java string) for JSON lines
         (rec & value.rlike(r"^\s*$")).alias("is_blank"),
-        (rec & value.rlike(_REC_TS + REC_MARKER + "$")).alias("is_marker"),
+        (rec & value.rlike(_REC_TS + REC_STARTED + "$")).alias("is_marker"),
         (rec & value.rlike(_REC_TS)).alias("rec_ts_ok"),
         F.when(rec, F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))).alias("local_ts"),
     )

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 
 from ..connector import DBConnector
 from ..producer_state_table import ProducerStateTable
-
-#: The separator of SONiC's '|' databases; every other database uses ':'.
-PIPE_DATABASES = ("CONFIG_DB", "STATE_DB", "CHASSIS_APP_DB", "CHASSIS_STATE_DB")
+from ..schema import separator_of
 
 TableState = dict[str, dict[str, dict[str, str]]]
 """table -> key -> field -> value"""
@@ -31,16 +29,12 @@ class Target:
     db_config: str | None = None
 
 
-def default_separator(db: str) -> str:
-    return "|" if db in PIPE_DATABASES else ":"
-
-
 async def connect(target: Target) -> DBConnector:
     if target.url:
         return await DBConnector.from_url(
             target.url,
             db_id=target.db_id,
-            separator=target.separator or default_separator(target.db),
+            separator=target.separator or separator_of(target.db),
             name=target.db,
         )
     return await DBConnector.connect(target.db, config=target.db_config)

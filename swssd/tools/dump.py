@@ -14,10 +14,10 @@ import sys
 from ..connector import DBConnector
 from ..names import check_table_name, shown
 from ..scan import read_table
+from ..schema import BOOKKEEPING_SUFFIXES, STATE_PREFIX
 from ..table import TableDump
 from .connect import add_connection_arguments, connect_from_args
 
-BOOKKEEPING_SUFFIXES = ("_KEY_SET", "_DEL_SET", "_KEY_VALUE_OP_QUEUE")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ async def table_names(db: DBConnector) -> list[str]:
     """Every table that has at least one entry hash in the database."""
     names: set[str] = set()
     async for key in db.redis.scan_iter(count=1000, _type="hash"):
-        if key.startswith("_") or key.endswith(BOOKKEEPING_SUFFIXES):
+        if key.startswith(STATE_PREFIX) or key.endswith(BOOKKEEPING_SUFFIXES):
             continue
         names.add(key.split(db.separator, 1)[0])
     return sorted(names)
