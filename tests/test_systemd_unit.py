@@ -102,6 +102,7 @@ def settings(name: str, path: Path = UNIT) -> list[str]:
 def test_hardening_settings() -> None:
     svc = unit()["Service"]
     assert svc["UMask"] == "0077"
+    assert svc["StateDirectoryMode"] == svc["LogsDirectoryMode"] == "0700"
     assert settings("SystemCallFilter")[0] == "@system-service"
     assert svc["SystemCallErrorNumber"] == "EPERM"
     assert settings("IPAddressAllow") == ["localhost"] and settings("IPAddressDeny") == ["any"]
