@@ -16,6 +16,7 @@ import structlog
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoPermissionError, ResponseError
 
+from .backoff import Backoff
 from .connector import CONNECTION_ERRORS, DBConnector
 from .selectable import Selectable, Subscription
 from .wire import read_replies
@@ -280,10 +281,11 @@ class _ServerSubscription:
             pass  # the reader notices the drop and resubscribes
 
     async def _run(self) -> None:
-        delay = self._select.reconnect_min
+        backoff = Backoff(self._select.reconnect_min, self._select.reconnect_max)
         first = True
         while True:
             conn: AbstractConnection | None = None
+            wait: float | None = None  # instead of the backoff's next delay
             try:
                 conn = self._client.connection_pool.make_connection()
                 await conn.connect()
@@ -296,7 +298,7 @@ class _ServerSubscription:
                     self.reconnects += 1
                     log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed))
                 self.connected = True
-                delay = self._select.reconnect_min
+                backoff.reset()
                 await self._read(conn, resubscribed=not first)
             except asyncio.CancelledError:
                 raise
@@ -306,7 +308,7 @@ class _ServerSubscription:
             except NoPermissionError as exc:
                 # The ACL, not the connection: trying again at once would only repeat it.
                 self._refused(exc)
-                delay = self._select.reconnect_max
+                wait = self._select.reconnect_max
             except Exception:  # noqa: BLE001 - the reader must outlive surprises; say so and retry
                 log.exception("pubsub reader failed; reconnecting", address=self.address)
             finally:
@@ -316,8 +318,7 @@ class _ServerSubscription:
                 if conn is not None:
                     await conn.disconnect()
             first = False
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._select.reconnect_max)
+            await asyncio.sleep(backoff.next() if wait is None else wait)
 
     def _refused(self, exc: NoPermissionError) -> None:
         """One error line, then one a minute while Redis keeps refusing."""

@@ -33,11 +33,15 @@ from typing import Any, NamedTuple
 import structlog
 from redis.exceptions import RedisError, ResponseError
 
+from ..backoff import Backoff
 from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
 from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
 from .pending import PendingMap
+
+#: seconds between attempts to clear the record while Redis fails them, at most
+_CLEAR_RETRY_MAX = 2.0
 
 log = structlog.get_logger("swssd.daemon")
 
@@ -256,6 +260,7 @@ class ReliablePop:
             self._progress.set()
 
     async def _clear_loop(self) -> None:
+        backoff = Backoff(self.clear_delay, _CLEAR_RETRY_MAX)
         delay = self.clear_delay
         while True:
             await self._progress.wait()
@@ -263,10 +268,11 @@ class ReliablePop:
             self._progress.clear()
             try:
                 await self.clear()
+                backoff.reset()
                 delay = self.clear_delay
             except (RedisError, OSError):
                 self._progress.set()  # try again; the pops report the outage
-                delay = min(delay * 2, 2.0)
+                delay = backoff.next()
 
     async def clear(self) -> None:
         """Remove the batches no task still needs; compact the record when it keeps too many."""

@@ -8,12 +8,12 @@ the order per key; a DEL pending before a SET of the same key runs first.
 from __future__ import annotations
 
 import asyncio
-import random
 from bisect import bisect_left
 from collections.abc import Callable
 
 import structlog
 
+from ..backoff import retry_delay
 from ..connector import DBConnector
 from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
@@ -401,8 +401,7 @@ class TableWorker:
             self.pending.done(entry)
             self._on_dead_letter(self, task, reason)
             return
-        delay = min(retry.backoff_max, retry.backoff_initial * 2 ** (entry.attempts - 1))
-        delay *= random.uniform(0.5, 1.0)
+        delay = retry_delay(entry.attempts, retry.backoff_initial, retry.backoff_max)
         entry.not_before = self._loop.time() + delay
         entry.retry_epoch = None
         entry.reason = reason

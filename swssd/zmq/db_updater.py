@@ -28,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from ..backoff import Backoff
 from ..connector import CONNECTION_ERRORS, DBConnector
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues
 from ..table import TableBase
@@ -118,7 +119,7 @@ class AsyncDBUpdater:
 
     async def _run(self) -> None:
         queue = self._queue
-        delay = _RETRY_MIN
+        backoff = Backoff(_RETRY_MIN, _RETRY_MAX)
         while True:
             if not queue:
                 self._idle.set()
@@ -135,12 +136,12 @@ class AsyncDBUpdater:
                 except asyncio.CancelledError:
                     raise
                 except CONNECTION_ERRORS as exc:
+                    delay = backoff.next()
                     log.warning(
                         "db persistence: Redis unreachable; retrying", table=self.table_name, error=str(exc), delay=delay
                     )
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, _RETRY_MAX)
-            delay = _RETRY_MIN
+            backoff.reset()
             for reply in replies:
                 if isinstance(reply, Exception):
                     self.errors += 1
