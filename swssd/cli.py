@@ -22,11 +22,13 @@ from .embedded_redis import EmbeddedRedis
 from .errors import (
     ConfigError,
     InvalidSeparatorError,
+    InvalidTableNameError,
     RedisUnreachableError,
     SwssdError,
     UnknownDatabaseError,
     UnknownNamespaceError,
 )
+from .files import reason
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError, use_config_dir
 from .tools import check, db, dump, produce, status, watch
@@ -82,6 +84,7 @@ def _start_embedded(config: Config) -> EmbeddedRedis:
     """A private redis-server for a config that names none; its database_config.json is used."""
     server = EmbeddedRedis().start()
     config.redis.database_config = server.write_database_config()
+    config.redis.password = None  # it has none; $SWSSD_REDIS_PASSWORD is for another Redis
     print(
         f"swssd: no Redis configured: started a private redis-server on {server.url} "
         f"(unix socket {server.unix_socket}); it is removed on exit",
@@ -100,7 +103,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     use_config_dir(config)
-    swssd_logging.configure(config.logging.format, config.logging.level, config.logging.file)
+    try:
+        swssd_logging.configure(config.logging.format, config.logging.level, config.logging.file)
+    except OSError as exc:
+        return _fail(str(ConfigError(config.path, "logging.file", f"cannot open the log file: {reason(exc)}")),
+                     EXIT_CONFIG)
     server = None
     try:
         if not config.redis_configured:
@@ -163,7 +170,7 @@ def _run_tool(name: str, body: ToolBody, args: argparse.Namespace, *, until_inte
     prog = f"swssd {name}"
     try:
         return int(uvloop.run(body(args)))
-    except (produce.OperationError, ConnectionOptionsError) as exc:
+    except (produce.OperationError, ConnectionOptionsError, InvalidTableNameError) as exc:
         return _fail(str(exc), EXIT_CONFIG, prog)
     except UnknownDatabaseError as exc:
         return _fail(f"{exc}; pass one of them with --db", EXIT_CONFIG, prog)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from swssd import KeyOpFieldsValues as K
 from swssd.capture import CaptureWriter
@@ -18,6 +22,19 @@ REC_TS = r"\d{4}-\d\d-\d\d\.\d\d:\d\d:\d\d\.\d{6}"
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB file system of its own (a disk to fill, or to make read-only); needs root."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 async def test_records_are_lossless_json_lines(tmp_path: Path) -> None:
@@ -114,22 +131,26 @@ async def test_reopen_after_logrotate_moves_the_file(tmp_path: Path) -> None:
     assert rec[0].endswith("|recording started") and rec[1].endswith("|T:c|SET|f:3")
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-async def test_full_disk_is_counted_not_raised(tmp_path: Path) -> None:
-    target = tmp_path / "swssd.capture.jsonl"
-    target.symlink_to("/dev/full")  # every write fails with ENOSPC
-    w = CaptureWriter(tmp_path, host="h")
-    await w.start()
-    w.record("APPL_DB", "T", ":", [K(f"k{i}", "SET", [("f", "v")]) for i in range(5)])
-    await w.flush()
+async def test_full_disk_is_counted_not_raised(tmpfs: Path) -> None:
+    filler = tmpfs / "filler"
+    with pytest.raises(OSError), open(filler, "wb") as f:  # fill it: every capture write fails with ENOSPC
+        while True:
+            f.write(b"x" * 4096)
+            f.flush()
+    w = CaptureWriter(tmpfs, host="h")
+    with capture_logs() as logs:
+        await w.start()
+        w.record("APPL_DB", "T", ":", [K(f"k{i}", "SET", [("f", "v" * 8192)]) for i in range(5)])
+        await w.flush()
     assert (w.written, w.dropped) == (0, 5) and w.errors >= 1
-    target.unlink()  # space again: the next reopen writes to a real file
-    w.reopen()
+    assert any("No space left" in str(e.get("error")) for e in logs), logs
+    filler.unlink()  # space again: the next write goes through
     w.record("APPL_DB", "T", ":", [K("after", "SET", [("f", "v")])])
     await w.close()
     assert (w.written, w.dropped) == (1, 5)
-    recs = read_jsonl(target)
-    assert [(r["key"], r["seq"]) for r in recs] == [("after", 6)]
+    lines = w.path.read_text().splitlines()  # what the full disk took of a line stays a line of its own
+    assert [(r["key"], r["seq"]) for r in map(json.loads, lines[-1:])] == [("after", 6)]
+    assert not any(line.endswith("}") for line in lines[:-1])
 
 
 async def test_bounded_queue_drops_and_leaves_a_seq_gap(tmp_path: Path) -> None:
@@ -144,11 +165,47 @@ async def test_bounded_queue_drops_and_leaves_a_seq_gap(tmp_path: Path) -> None:
     assert (w.written, w.dropped) == (4, 3)
 
 
-async def test_unusable_directory_fails_at_start(tmp_path: Path) -> None:
+async def test_unusable_directory_at_start_is_one_warning_and_retried(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(OSError):
-        await CaptureWriter(blocker / "sub", host="h").start()
+    blocker.write_text("")  # a file where a directory of the capture path must be
+    w = CaptureWriter(blocker / "sub", host="h", retry_interval=0.05)
+    with capture_logs() as logs:
+        await w.start()  # capture is optional: no exception
+        assert not w.writing
+        w.record("APPL_DB", "T", ":", [K("lost", "SET", [("f", "v")])])
+        await w.flush()
+        await asyncio.sleep(0.3)  # several retries fail meanwhile: still one line
+        assert [e["log_level"] for e in logs] == ["warning"], logs
+        assert "Not a directory" in logs[0]["error"] and "retried every 0.05 s" in logs[0]["event"]
+        blocker.unlink()
+        for _ in range(100):
+            if w.writing:
+                break
+            await asyncio.sleep(0.05)
+        assert w.writing, "the capture directory was not retried"
+        w.record("APPL_DB", "T", ":", [K("kept", "SET", [("f", "v")])])
+        await w.close()
+    assert [e["event"] for e in logs[1:]] == ["capture writing again"]
+    assert [(r["key"], r["seq"]) for r in read_jsonl(w.path)] == [("kept", 2)]
+    assert (w.written, w.dropped) == (1, 1)
+
+
+async def test_read_only_directory_at_start_is_retried_until_writable(tmpfs: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True, capture_output=True)
+    w = CaptureWriter(tmpfs / "capture", host="h", rec=True, retry_interval=0.05)
+    with capture_logs() as logs:
+        await w.start()
+        assert not w.writing
+        assert "Read-only file system" in logs[0]["error"], logs
+        subprocess.run(["mount", "-o", "remount,rw", str(tmpfs)], check=True, capture_output=True)
+        for _ in range(100):
+            if w.writing:
+                break
+            await asyncio.sleep(0.05)
+        w.record("APPL_DB", "T", ":", [K("k", "SET", [("f", "v")])])
+        await w.close()
+    assert [r["key"] for r in read_jsonl(w.path)] == ["k"]
+    assert (tmpfs / "capture" / "swss.rec").read_text().splitlines()[0].endswith("|recording started")
 
 
 # -- table kinds --------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 Used only from the capture writer thread, so it needs no locking. Errors (a full disk, a removed
 directory) are raised to that thread, which counts them; the file recovers on the next write.
+Files are created 0600 in 0700 directories, and a symbolic link at the path is refused, also on
+reopen and after rotation (swssd/files.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
+
+from ..files import open_append
 
 
 class RotatingFile:
@@ -39,14 +43,13 @@ class RotatingFile:
         open, also to a file that already has lines (a new run appending to an old file). A file
         that ends mid-line (the process was killed during a write) gets a newline first, so the
         next line is never glued to the partial one."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives until close()
+        self._file = open_append(self.path)
         self._size = os.fstat(self._file.fileno()).st_size
         first_open = not self._opened_before
         self._opened_before = True
         if self._size == 0:
             self._broken_line = False
-        elif not self._broken_line and not self._ends_with_newline():
+        elif not self._broken_line and not self._ends_with_newline(self._file):
             self._broken_line = True
         if self._size == 0 or first_open:
             if self._broken_line:
@@ -55,13 +58,15 @@ class RotatingFile:
             if self._header is not None:
                 self._write(self._header())
 
-    def _ends_with_newline(self) -> bool:
+    def _ends_with_newline(self, f: BinaryIO) -> bool:
         try:
-            with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
+            return os.pread(f.fileno(), 1, self._size - 1) == b"\n"
         except OSError:
             return True
+
+    @property
+    def is_open(self) -> bool:
+        return self._file is not None
 
     def close(self) -> None:
         if self._file is not None:

@@ -4,7 +4,10 @@
 microseconds, never going backwards within a run, and `seq` from 1) and puts it on a queue. One
 writer thread formats the lines and appends each drained batch with a single write() per file.
 A full disk or any other OSError is logged and counted (`errors`, `dropped`) and never reaches
-the caller; writing resumes by itself when the file can be written again.
+the caller; writing resumes by itself when the file can be written again. Capture is optional:
+a directory that cannot be written at start (read-only, full, no permission, a symlink at a
+file's path) is one warning line, and opening is retried every `retry_interval` seconds while
+the daemon runs on.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from queue import Empty, SimpleQueue
 import structlog
 
 from ..fields import KeyOpFieldsValues
+from ..files import reason
 from .format import KINDS, CaptureKind, CapturedTask, jsonl_line, rec_line, rec_started_line
 from .rotating import RotatingFile
 
@@ -62,10 +66,12 @@ class CaptureWriter:
         rec: bool = False,
         file_name: str = "swssd.capture.jsonl",
         max_queue: int = 100_000,
+        retry_interval: float = 5.0,
     ) -> None:
         self.directory = Path(directory)
         self.host = host or socket.gethostname()
         self.max_queue = max_queue
+        self.retry_interval = retry_interval
         self._jsonl = RotatingFile(self.directory / file_name, max_bytes, backups)
         self._rec = (
             RotatingFile(
@@ -104,11 +110,24 @@ class CaptureWriter:
     def rec_path(self) -> Path | None:
         return self._rec.path if self._rec else None
 
+    @property
+    def writing(self) -> bool:
+        """Whether every capture file is open (False while the directory cannot be used)."""
+        return all(f.is_open for f in self._files())
+
     async def start(self) -> None:
-        """Open the files (raising if the directory cannot be used) and start the writer thread."""
+        """Open the files and start the writer thread. Files that cannot be opened are reported in
+        one warning and retried by the thread every `retry_interval` seconds; never raises OSError."""
         if self._thread is not None:
             return
-        await asyncio.to_thread(self._open_files)
+        try:
+            await asyncio.to_thread(self._open_files)
+        except OSError as exc:
+            self.errors += 1
+            self._failing = True
+            log.warning("capture files cannot be written; the daemon runs on, tasks are not captured "
+                        f"until they can (retried every {self.retry_interval:g} s)",
+                        directory=str(self.directory), error=reason(exc))
         self._thread = threading.Thread(target=self._run, name="swssd-capture", daemon=True)
         self._thread.start()
 
@@ -181,12 +200,31 @@ class CaptureWriter:
 
     def _open_files(self) -> None:
         for f in self._files():
-            f.open()
+            if not f.is_open:
+                f.open()
+
+    def _retry_open(self) -> None:
+        """Open what could not be opened (quietly while it still fails; one line when it works)."""
+        try:
+            self._open_files()
+        except OSError:
+            return
+        if self._failing:
+            self._failing = False
+            log.warning("capture writing again", directory=str(self.directory), errors=self.errors,
+                        dropped=self.dropped)
 
     def _run(self) -> None:
         while True:
             batch: list[CapturedTask] = []
-            item = self._queue.get()
+            if self.writing:
+                item = self._queue.get()
+            else:
+                try:
+                    item = self._queue.get(timeout=self.retry_interval)
+                except Empty:
+                    self._retry_open()
+                    continue
             while True:
                 if isinstance(item, _Control):
                     self._write(batch)
@@ -243,7 +281,7 @@ class CaptureWriter:
             if not self._failing:
                 self._failing = True
                 log.error("capture write failed; tasks are dropped until it recovers",
-                          path=str(f.path), error=str(exc))
+                          path=str(f.path), error=reason(exc))
             return False
         if self._failing and args:
             self._failing = False

@@ -3,17 +3,45 @@
 from __future__ import annotations
 
 import os
+import ssl
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from .. import redis_url
+from ..credentials import CREDENTIAL_NAME, ambient_password, exposure, read_secret
 from ..dbconfig import DEFAULT_PATH, ENV_VAR
 from ..errors import ConfigError
+from ..names import shown, table_name_problem
 
 #: Where a package installs the daemon's config.
 DEFAULT_CONFIG = "/etc/swssd/swssd.toml"
+
+#: The longest duration a config may give, in seconds (a day): longer is a typo, and timers
+#: overflow near 1e9 s ("timestamp out of range").
+MAX_SECONDS = 86_400.0
+#: A duration in seconds: positive, finite (`inf` and `nan` are refused), at most MAX_SECONDS.
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+#: The largest pop_batch_size. One pop is one Lua script, and while a script runs longer than
+#: busy-reply-threshold (5 s) Redis answers every other client BUSY: the daemon's pops of
+#: 1,000,000 one-field entries took 12-19 s, of 100,000 about 1 s (redis 7.0, loaded machine).
+#: SPOP itself refuses counts beyond 2**63-1, and the queue script's LRANGE beyond about 2**63/3.
+MAX_POP_BATCH_SIZE = 100_000
+#: The largest pending_limit: tasks held in memory per table.
+MAX_PENDING_LIMIT = 10_000_000
+#: Counts with no natural limit (attempts, starvation turns): beyond this a typo.
+MAX_COUNT = 1_000_000
 
 #: SONiC's usual databases (id, separator), used when Redis is given as one URL.
 SONIC_DATABASES: dict[str, tuple[int, str]] = {
@@ -30,24 +58,46 @@ class _Section(BaseModel):
 
 
 class RedisConfig(_Section):
-    """Where Redis is: a SONiC database_config.json, or one URL for every database."""
+    """Where Redis is (a SONiC database_config.json, or one URL for every database), who swssd is
+    there and how TLS is checked. The password is the first of: `password_file`, `password` or the
+    URL's (one of those three at most), the systemd credential `redis-password`, `$SWSSD_REDIS_PASSWORD`
+    (see resolve()). A repr or str never shows it."""
 
     database_config: Path | None = None
     #: database_global.json, for tables in a namespace (multi-ASIC); default: SONiC's path
     database_global_config: Path | None = None
+    #: one server for every database; resolve() moves its user and password to username/password
     url: str | None = None
     username: str | None = None
-    password: str | None = None
+    password: SecretStr | None = None
+    #: a file holding the password (one line, 0600); relative to the config file's directory
+    password_file: Path | None = None
+    #: TLS to the TCP instances of database_config.json (a unix socket is never TLS), or a url
+    #: redis:// made rediss://
     tls: bool = False
+    #: CA certificates (PEM) the server's certificate must chain to; default: the system's
+    ca_file: Path | None = None
+    #: this client's certificate (PEM) and its key, for a Redis with tls-auth-clients
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    #: verify the server's certificate (off: a warning at start; anyone in between can read the password)
+    tls_verify: bool = True
+    #: the server's certificate must name the host connected to (the database_config.json hostname
+    #: or the URL's host)
+    check_hostname: bool = True
     #: seconds to connect (TCP, TLS handshake) before the attempt fails and is retried
-    connect_timeout: float = Field(5.0, gt=0)
+    connect_timeout: Seconds = 5.0
     #: seconds to wait for a command's reply (a pop that takes longer is read back from the
     #: in-flight record); far longer than any pop takes, so only a stalled Redis hits it
-    read_timeout: float = Field(30.0, gt=0)
+    read_timeout: Seconds = 30.0
     #: the liveness probe: a PING on its own connection every probe_interval seconds; no
     #: answer within probe_timeout reports Redis as not answering (log, redis_up 0, status)
-    probe_interval: float = Field(1.0, gt=0)
-    probe_timeout: float = Field(2.0, gt=0)
+    probe_interval: Seconds = 1.0
+    probe_timeout: Seconds = 2.0
+
+    #: where the password came from, for the start-up log line ("" when there is none)
+    _password_source: str = PrivateAttr("")
+    _resolved: bool = PrivateAttr(False)
 
     @model_validator(mode="after")
     def _one_source(self) -> RedisConfig:
@@ -55,25 +105,162 @@ class RedisConfig(_Section):
             raise ValueError("set either database_config or url, not both")
         return self
 
+    @property
+    def password_source(self) -> str:
+        """Where the password came from: "password_file /etc/swssd/redis-password", "systemd
+        credential redis-password", ...; "" without a password."""
+        return self._password_source
+
+    @property
+    def tls_enabled(self) -> bool:
+        """Whether connections to TCP instances use TLS: tls = true, or a rediss:// url."""
+        return self.tls or (self.url is not None and self.url.lower().startswith("rediss://"))
+
+    def resolve(self, config_path: str | None) -> None:
+        """Finish what validation cannot: the URL parsed (its user and password moved out, so the
+        URL holds no secret), password_file read, the TLS files checked, and the password taken
+        from the environment when the config gives none. ConfigError names the field. Once only."""
+        if self._resolved:
+            return
+        self._resolved = True
+        if self.url is not None:
+            self._take_url_credentials(config_path)
+        if self.password_file is not None:
+            if self.password is not None:
+                raise ConfigError(config_path, "redis.password_file",
+                                  "give the password once: password_file, password or the URL's")
+            try:
+                self.password = SecretStr(read_secret(self.password_file))
+            except (OSError, ValueError) as exc:
+                problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise ConfigError(config_path, "redis.password_file",
+                                  f"{self.password_file}: {problem}") from None
+            self._password_source = f"password_file {self.password_file}"
+        elif self.password is not None:
+            self._password_source = self._password_source or "[redis] password"
+        else:
+            self._ambient_password(config_path)
+        self._check_tls_files(config_path)
+
+    def _take_url_credentials(self, config_path: str | None) -> None:
+        assert self.url is not None
+        try:
+            parsed = redis_url.parse(self.url, tls=self.tls)
+        except redis_url.RedisUrlError as exc:
+            raise ConfigError(config_path, "redis.url", str(exc)) from None
+        if parsed.username is not None:
+            if self.username is not None and self.username != parsed.username:
+                raise ConfigError(config_path, "redis.url", "the URL's user differs from [redis] username")
+            self.username = parsed.username
+        if parsed.password is not None:
+            if self.password is not None:
+                raise ConfigError(config_path, "redis.url",
+                                  "give the password once: password_file, password or the URL's")
+            self.password = SecretStr(parsed.password)
+            self._password_source = "the url"
+        self.url = parsed.without_credentials()
+
+    def _ambient_password(self, config_path: str | None) -> None:
+        try:
+            found = ambient_password()
+        except (OSError, ValueError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(config_path, "redis", f"systemd credential {CREDENTIAL_NAME}: {problem}") from None
+        if found is not None:
+            self.password = SecretStr(found[0])
+            self._password_source = found[1]
+
+    def _check_tls_files(self, config_path: str | None) -> None:
+        files = {"ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file}
+        for name, path in files.items():
+            if path is None:
+                continue
+            if not self.tls_enabled:
+                raise ConfigError(config_path, f"redis.{name}",
+                                  "TLS is off: set tls = true (or use a rediss:// url)")
+            if not os.access(path, os.R_OK) or not path.is_file():
+                raise ConfigError(config_path, f"redis.{name}", f"{path}: not a readable file")
+        if self.key_file is not None and self.cert_file is None:
+            raise ConfigError(config_path, "redis.key_file", "key_file needs cert_file (the certificate it belongs to)")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            if self.ca_file is not None:
+                field = "redis.ca_file"
+                context.load_verify_locations(self.ca_file)
+            if self.cert_file is not None:
+                field = "redis.cert_file"
+                context.load_cert_chain(self.cert_file, self.key_file)
+        except ssl.SSLError as exc:
+            raise ConfigError(config_path, field, f"not usable by TLS ({exc.reason or exc}): PEM certificates "
+                              "expected, and cert_file with key_file (or a key inside cert_file) a pair") from None
+
+    def tls_options(self) -> dict[str, Any]:
+        """redis-py's ssl_* options for a TLS connection (a rediss:// URL's own query wins over them)."""
+        options: dict[str, Any] = {
+            "ssl_cert_reqs": "required" if self.tls_verify else "none",
+            "ssl_check_hostname": self.tls_verify and self.check_hostname,
+        }
+        for option, path in (("ssl_ca_certs", self.ca_file), ("ssl_certfile", self.cert_file),
+                             ("ssl_keyfile", self.key_file)):
+            if path is not None:
+                options[option] = str(path)
+        return options
+
+    def client_options(self) -> dict[str, Any]:
+        """What DBConnector.connect and DBConnector.from_url take: user, password, TLS."""
+        options: dict[str, Any] = {
+            "username": self.username,
+            "password": self.password.get_secret_value() if self.password is not None else None,
+        }
+        if self.tls_enabled:
+            options.update(ssl=True, **self.tls_options())
+        return options
+
+    def warnings(self, config_path: str | None) -> list[str]:
+        """What an operator should fix, one line each: files others can read or change that hold
+        a secret (or the config, which names code), and TLS without certificate verification."""
+        found = []
+        if config_path is not None:
+            holds = self._password_source in ("[redis] password", "the url")
+            why = exposure(Path(config_path), secret=holds)
+            if why:
+                found.append(f"config file {config_path} is {why}"
+                             + (" and holds the Redis password" if holds else "")
+                             + ": chmod 600 it (or 640 for a group the daemon runs in)")
+        for name, path in (("password_file", self.password_file), ("key_file", self.key_file)):
+            why = exposure(path, secret=True) if path is not None else None
+            if why:
+                found.append(f"[redis] {name} {path} is {why}: chmod 600 it")
+        if self.tls_enabled:
+            if not self.tls_verify:
+                found.append("TLS certificate verification is off ([redis] tls_verify = false): the "
+                             "server is not authenticated, and whoever is in between can read the "
+                             "password and the data")
+            elif self.url is not None and redis_url.parse(self.url, tls=self.tls).cert_verification_off:
+                found.append("TLS certificate verification is off (ssl_cert_reqs=none in [redis] url): "
+                             "the server is not authenticated, and whoever is in between can read the "
+                             "password and the data")
+        return found
+
 
 class RetryConfig(_Section):
     """How failed and waiting tasks run again."""
 
-    retry_interval: float = Field(1.0, gt=0)
-    backoff_initial: float = Field(0.1, gt=0)
-    backoff_max: float = Field(30.0, gt=0)
-    max_attempts: int = Field(5, ge=1)
-    handler_timeout: float = Field(30.0, gt=0)
+    retry_interval: Seconds = 1.0
+    backoff_initial: Seconds = 0.1
+    backoff_max: Seconds = 30.0
+    max_attempts: int = Field(5, ge=1, le=MAX_COUNT)
+    handler_timeout: Seconds = 30.0
 
 
 class RetryOverride(_Section):
     """Per-plugin changes to [retry]."""
 
-    retry_interval: float | None = Field(None, gt=0)
-    backoff_initial: float | None = Field(None, gt=0)
-    backoff_max: float | None = Field(None, gt=0)
-    max_attempts: int | None = Field(None, ge=1)
-    handler_timeout: float | None = Field(None, gt=0)
+    retry_interval: Seconds | None = None
+    backoff_initial: Seconds | None = None
+    backoff_max: Seconds | None = None
+    max_attempts: int | None = Field(None, ge=1, le=MAX_COUNT)
+    handler_timeout: Seconds | None = None
 
 
 TableKind = Literal["state", "queue", "subscriber", "notification", "zmq"]
@@ -99,10 +286,10 @@ class TableConfig(_Section):
     namespace: str = ""
     table: str = Field(min_length=1)
     kind: TableKind | None = None
-    pop_batch_size: int = Field(128, ge=1)
-    priority: int = 0
+    pop_batch_size: int = Field(128, ge=1, le=MAX_POP_BATCH_SIZE)
+    priority: int = Field(0, ge=-(2**31), le=2**31 - 1)
     reconcile: bool = False
-    pending_limit: int | None = Field(None, ge=1)
+    pending_limit: int | None = Field(None, ge=1, le=MAX_PENDING_LIMIT)
     #: zmq tables: the endpoint the ZmqServer binds (`tcp://*:8100`, `ipc:///run/swssd/zmq`);
     #: the tables of one endpoint share one server, as in orchagent
     endpoint: str | None = Field(None, min_length=7, max_length=4096)
@@ -110,6 +297,15 @@ class TableConfig(_Section):
     db_persistence: bool = False
 
     _kind_explicit: bool = PrivateAttr(True)
+
+    @field_validator("table")
+    @classmethod
+    def _table_name(cls, name: str) -> str:
+        """Refused here, not at the first SCAN: a glob in a name would read other tables."""
+        problem = table_name_problem(name)
+        if problem is not None:
+            raise ValueError(f"table name {shown(name)} {problem}")
+        return name
 
     @model_validator(mode="after")
     def _kind_for_the_database(self) -> TableConfig:
@@ -170,9 +366,13 @@ class LoggingConfig(_Section):
 class CaptureConfig(_Section):
     enabled: bool = False
     directory: Path = Path("/var/lib/swssd/capture")
-    max_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    #: a file's size before it rotates (0: never), at most 1 TiB
+    max_bytes: int = Field(64 * 1024 * 1024, ge=0, le=2**40)
     rec: bool = False
     host: str | None = None
+    #: seconds between attempts to open capture files that could not be opened (the daemon
+    #: runs on without capturing meanwhile)
+    retry_interval: Seconds = 5.0
 
 
 class MetricsConfig(_Section):
@@ -187,13 +387,13 @@ class DaemonConfig(_Section):
     #: finds what it left. Two daemons on one Redis need different names; the lease refuses a second.
     instance: str = Field("swssd", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@-]+$")
     #: Seconds in-flight and popped tasks get to finish after SIGTERM.
-    shutdown_timeout: float = Field(10.0, gt=0)
+    shutdown_timeout: Seconds = 10.0
     #: Pending tasks per table above which the table is not popped (the data waits in Redis).
-    pending_limit: int = Field(20_000, ge=1)
+    pending_limit: int = Field(20_000, ge=1, le=MAX_PENDING_LIMIT)
     #: Select fairness: a ready table passed over this many times in a row is served next.
-    starvation_limit: int = Field(4, ge=1)
+    starvation_limit: int = Field(4, ge=1, le=MAX_COUNT)
     #: Seconds between "Redis is still unreachable" log lines.
-    health_interval: float = Field(5.0, gt=0)
+    health_interval: Seconds = 5.0
     #: Turn on the keyspace notifications subscriber tables need when Redis has them off
     #: (CONFIG SET notify-keyspace-events); off: a clear warning at start instead.
     enable_keyspace_events: bool = False
@@ -253,9 +453,25 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
         config.redis.database_global_config = _resolve(base, config.redis.database_global_config)
         config.logging.file = _resolve(base, config.logging.file)
         config.capture.directory = _resolve(base, config.capture.directory)
+        for name in ("password_file", "ca_file", "cert_file", "key_file"):
+            setattr(config.redis, name, _resolve(base, getattr(config.redis, name)))
+    config.redis.resolve(path)
     config.path = path
     _check_tables(config)
+    _check_files(config)
     return config
+
+
+def _check_files(config: Config) -> None:
+    """Paths that can never work, told at load (and by `swssd check`) instead of at first use:
+    a log file that is a directory, a capture directory that is a file. What may change while the
+    daemon runs (permissions, a full disk) is left to the writers."""
+    log_file = config.logging.file
+    if log_file is not None and log_file.is_dir():
+        raise ConfigError(config.path, "logging.file", f"{log_file} is a directory; name a file in it")
+    directory = config.capture.directory
+    if config.capture.enabled and directory.exists() and not directory.is_dir():
+        raise ConfigError(config.path, "capture.directory", f"{directory} is not a directory")
 
 
 def _check_tables(config: Config) -> None:

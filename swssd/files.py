@@ -1,0 +1,69 @@
+"""Files the daemon writes (log, captures): private by default and never reached through a symlink.
+
+A directory swssd creates is 0700 and a file it creates is 0600, whatever the umask lets through
+(the unit's UMask=0077 says the same). A file is opened with O_NOFOLLOW, so a symbolic link
+planted at its path (pointing at another file the daemon can write) is refused, not appended to,
+and with O_NONBLOCK, so a FIFO there cannot hang the daemon; anything but a regular file is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+from pathlib import Path
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+class UnsafeFileError(OSError):
+    """The path is a symbolic link or not a regular file; str() is one line naming the path."""
+
+    def __str__(self) -> str:
+        return f"{self.filename} {self.strerror}"
+
+
+def reason(exc: OSError) -> str:
+    """One line for an OSError met opening `path`: what is wrong, without a Python repr."""
+    if isinstance(exc, UnsafeFileError):
+        return str(exc)
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def make_private_dir(path: Path) -> None:
+    """Create `path` and its missing parents, each 0700; existing directories are left as they are."""
+    missing: list[Path] = []
+    p = path
+    while not os.path.lexists(p) and p.parent != p:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)  # the umask can only take bits away from 0700
+        except FileExistsError:  # made meanwhile by someone else: theirs
+            if not d.is_dir():
+                raise
+
+
+def open_append(path: Path) -> io.FileIO:
+    """Open `path` for appending (and reading back its last byte), creating it 0600 in a private
+    directory; a symbolic link or anything but a regular file raises UnsafeFileError."""
+    make_private_dir(path.parent)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; swssd does not follow it", str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(errno.EINVAL, "is not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return io.FileIO(fd, "ab")
+    except BaseException:
+        os.close(fd)
+        raise
