@@ -10,7 +10,9 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
 (loopback TCP, or the unix socket with --unix), to database 0, and handle the same data: keys
 "Ethernet<i>" of 4 fields, 128 keys a batched or buffered call, pop batch 128.
 
-  single set     ProducerStateTable.set, one call (one round trip) a key, on --keys-slow keys
+  single set     ProducerStateTable.set, one call (one round trip) a key, on --keys-slow keys;
+                 swssd also from 16 coroutines at once on one connector (its calls grouped into
+                 shared round trips), against the same C++ single-set figure
   batched set    C++ set(vector<KeyOpFieldsValuesTuple>) / swssd set_many, 128 keys a call
   buffered set   buffered producer, flush every 128 keys
   CST drain      ConsumerStateTable pops until empty, of a key set pre-filled with batched sets
@@ -33,6 +35,7 @@ commands only, as in bench_tables.py), median over rounds.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import gc
 import inspect
@@ -140,6 +143,17 @@ async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False) -> 
         await pst.set(key, fvs)
 
 
+async def pst_set_concurrent(db: DBConnector, entries: list[Entry], coroutines: int = 16) -> None:
+    """Single sets from many coroutines at once on one connector (the keys dealt out round-robin)."""
+    pst = _pst(db, False)
+
+    async def setter(part: list[Entry]) -> None:
+        for key, fvs in part:
+            await pst.set(key, fvs)
+
+    await asyncio.gather(*(setter(entries[i::coroutines]) for i in range(coroutines)))
+
+
 async def pst_set_many(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
     pst = _pst(db, fast)
     for i in range(0, len(entries), BATCH):
@@ -232,7 +246,8 @@ class Case:
 
 def make_cases(keys: int, slow: int) -> list[Case]:
     cases = [
-        Case("ProducerStateTable single set (1 call a key)", "pst_set", slow, [("swssd", pst_set)]),
+        Case("ProducerStateTable single set (1 call a key)", "pst_set", slow,
+             [("swssd", pst_set), ("swssd, 16 coroutines at once", pst_set_concurrent)]),
         Case(f"ProducerStateTable batched set ({BATCH} a call)", "pst_batched", keys, [("swssd", pst_set_many)]),
         Case(f"ProducerStateTable buffered set (flush every {BATCH})", "pst_buffered", keys, [("swssd", pst_buffered)]),
         Case(
