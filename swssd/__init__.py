@@ -23,6 +23,7 @@ from .notification_consumer import Notification, NotificationConsumer
 from .notification_producer import NotificationProducer
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
+from .runner import run
 from .select import Select
 from .selectable import Selectable, Subscription
 from .subscriber_state_table import SubscriberStateTable
@@ -67,6 +68,7 @@ __all__ = [
     "TempViewError",
     "UnknownDatabaseError",
     "UnknownNamespaceError",
+    "run",
     "ZmqClient",
     "ZmqConsumerStateTable",
     "ZmqProducerStateTable",
