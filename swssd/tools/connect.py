@@ -1,15 +1,21 @@
 """How the tools reach a database: --url, else database_config.json (--db-config, $SWSSD_DB_CONFIG, SONiC
-default), or with --namespace database_global.json (--db-global-config, $SWSSD_DB_GLOBAL_CONFIG, SONiC default)."""
+default), or with --namespace database_global.json (--db-global-config, $SWSSD_DB_GLOBAL_CONFIG, SONiC default).
+--config takes the daemon's [redis] section instead: where Redis is, its user, password and TLS settings, so
+the tools connect as the daemon does; the options above still say where, when given. Without --config the
+password comes from the systemd credential redis-password or $SWSSD_REDIS_PASSWORD (or the URL)."""
 
 from __future__ import annotations
 
 import argparse
-from urllib.parse import urlsplit
+import sys
+from pathlib import Path
 
+from .. import redis_url
 from ..connector import DBConnector
+from ..credentials import PASSWORD_ENV
 from ..dbconfig import SonicDBGlobalConfig
-from ..errors import ConfigError, SwssdError
-from ..orch.config import SONIC_DATABASES
+from ..errors import ConfigError, RedisUrlError, SwssdError
+from ..orch.config import SONIC_DATABASES, RedisConfig, load_config
 
 
 class ConnectionOptionsError(SwssdError, ValueError):
@@ -26,9 +32,16 @@ def add_connection_arguments(parser: argparse.ArgumentParser, db_option: bool = 
         help="database_config.json (default $SWSSD_DB_CONFIG, else /var/run/redis/sonic-db/database_config.json)",
     )
     parser.add_argument(
+        "--config", "-c", type=Path, metavar="FILE",
+        help="the daemon's TOML config: its [redis] section (database_config or url, username, password_file, "
+        "TLS files) is used, so the tools connect as the daemon does",
+    )
+    parser.add_argument(
         "--url",
-        help="connect to this Redis URL instead (redis://host:port[/N], unix:///path[?db=N]); the database "
-        "number and separator then come from --db-id/--separator, else the URL, else SONiC's usual ones for --db",
+        help="connect to this Redis URL instead (redis://host:port[/N], rediss://..., unix:///path[?db=N]); the "
+        "database number and separator then come from --db-id/--separator, else the URL, else SONiC's usual "
+        f"ones for --db. A password here shows in the process list: give it in ${PASSWORD_ENV} or a --config "
+        "password_file instead",
     )
     parser.add_argument("--db-id", type=int, default=None, metavar="N", help="database number with --url")
     parser.add_argument("--separator", default=None, choices=[":", "|"], help="key separator with --url")
@@ -50,18 +63,26 @@ def namespaced(args: argparse.Namespace) -> bool:
     return bool(args.namespace or args.db_global_config)
 
 
-def url_defaults(args: argparse.Namespace) -> tuple[int | None, str]:
-    """Database number and separator for --url: given, else from the URL, else SONiC's for --db, else 0 and ':'."""
+def url_defaults(args: argparse.Namespace, url: redis_url.RedisUrl) -> tuple[int | None, str]:
+    """Database number and separator for a URL: given, else from the URL, else SONiC's for --db, else 0 and ':'."""
     usual_id, usual_sep = SONIC_DATABASES.get(args.db, (0, ":"))
     db_id = args.db_id
-    if db_id is None and not _url_names_db(args.url):
+    if db_id is None and url.db is None:
         db_id = usual_id
     return db_id, args.separator or usual_sep
 
 
-def _url_names_db(url: str) -> bool:
-    parts = urlsplit(url)
-    return "db=" in parts.query or (parts.scheme != "unix" and parts.path.strip("/") != "")
+def redis_settings(args: argparse.Namespace) -> RedisConfig:
+    """The [redis] section of --config, else one with only the environment's password."""
+    if args.config is not None:
+        return load_config(args.config).redis
+    redis = RedisConfig()
+    redis.resolve(None)
+    return redis
+
+
+def _warn(args: argparse.Namespace, message: str) -> None:
+    print(f"swssd {args.command}: warning: {message}", file=sys.stderr)
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -79,15 +100,23 @@ def _check_options(args: argparse.Namespace) -> None:
 async def connect_from_args(args: argparse.Namespace) -> DBConnector:
     """The connector the tool's options describe; contradicting options fail before a config file is read."""
     _check_options(args)
+    redis = redis_settings(args)
+    for line in redis.warnings(str(args.config) if args.config else None):
+        _warn(args, line)
+    options = redis.client_options()
     if namespaced(args):
-        config = SonicDBGlobalConfig.load(args.db_global_config)
-        return await DBConnector.connect(args.db, config, namespace=args.namespace)
-    if args.url:
-        db_id, separator = url_defaults(args)
-        try:
-            return await DBConnector.from_url(args.url, db_id=db_id, separator=separator, name=args.db)
-        except SwssdError:
-            raise
-        except ValueError as exc:  # redis-py's word for a URL it cannot parse
-            raise ConfigError("--url", None, f"{exc}") from None
-    return await DBConnector.connect(args.db, config=args.db_config)
+        config = SonicDBGlobalConfig.load(args.db_global_config or redis.database_global_config)
+        return await DBConnector.connect(args.db, config, namespace=args.namespace, **options)
+    url = args.url or (redis.url if args.db_config is None else None)
+    if url is None:
+        return await DBConnector.connect(args.db, config=args.db_config or redis.database_config, **options)
+    source = "--url" if args.url else str(args.config)
+    try:
+        parsed = redis_url.parse(url, tls=redis.tls)
+    except RedisUrlError as exc:
+        raise ConfigError(source, None if args.url else "redis.url", str(exc)) from None
+    if args.url and parsed.password is not None:
+        _warn(args, f"the password in --url shows in the process list; give it in ${PASSWORD_ENV} or a "
+                    "--config password_file instead")
+    db_id, separator = url_defaults(args, parsed)
+    return await DBConnector.from_url(url, db_id=db_id, separator=separator, name=args.db, **options)

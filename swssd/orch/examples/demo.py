@@ -102,7 +102,9 @@ class _Producer:
 
 async def run_demo(database_config: Path, seconds: float) -> int:
     """Run the daemon with the example plugins and the producer for `seconds` (or until Ctrl-C)."""
-    daemon = Daemon(example_config(database_config))
+    config = example_config(database_config)
+    config.redis.password = None  # the private redis-server has none; $SWSSD_REDIS_PASSWORD is another's
+    daemon = Daemon(config)
     running = asyncio.ensure_future(daemon.run())
     ready = asyncio.ensure_future(daemon.ready.wait())
     await asyncio.wait((running, ready), return_when=asyncio.FIRST_COMPLETED)
