@@ -20,6 +20,7 @@ from pathlib import Path
 from ..connector import DBConnector
 from ..errors import SwssdError
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues
+from ..names import check_table_name
 from ..producer_state_table import ProducerStateTable
 from ..producer_table import ProducerTable
 from .connect import add_connection_arguments, connect_from_args
@@ -127,7 +128,8 @@ def _from_object(obj: object, table: str | None, separator: str, where: str) -> 
         raise OperationError(f"{where}: op must be SET or DEL, not {op!r}")
     if "key" in obj:
         fvs = _field_values(obj.get("fvs", {}), where)
-        return Operation(str(obj.get("table") or _need_table(table, obj["key"])), op, str(obj["key"]), fvs)
+        name = str(obj.get("table") or _need_table(table, obj["key"]))
+        return Operation(check_table_name(name, where), op, str(obj["key"]), fvs)
     entries = [k for k in obj if k not in ("OP", "op")]
     if len(entries) != 1:
         raise OperationError(f"{where}: expected {{\"key\": ...}} or one \"TABLE{separator}key\" entry")
@@ -135,7 +137,7 @@ def _from_object(obj: object, table: str | None, separator: str, where: str) -> 
     name, sep, key = full.partition(separator)
     if not sep:
         raise OperationError(f"{where}: {full!r} has no '{separator}' between table and key")
-    return Operation(name, op, key, _field_values(obj[full], where))
+    return Operation(check_table_name(name, where), op, key, _field_values(obj[full], where))
 
 
 def _field_values(raw: object, where: str) -> FieldValues:
@@ -180,6 +182,8 @@ async def run(args: argparse.Namespace) -> int:
     if not args.ops and not args.file:
         raise OperationError("nothing to produce: give 'set KEY f=v ...' / 'del KEY' or --file")
     # Argument and file mistakes are reported before Redis is needed.
+    if args.table is not None:
+        check_table_name(args.table, "--table")
     ops = parse_words(args.ops, args.table) if args.ops else []
     text = None
     if args.file:

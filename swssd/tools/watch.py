@@ -15,6 +15,7 @@ import json
 from datetime import UTC, datetime
 
 from ..fields import KeyOpFieldsValues
+from ..names import check_table_name
 from ..select import Select
 from ..subscriber_state_table import SubscriberStateTable
 from .connect import add_connection_arguments, connect_from_args
@@ -45,6 +46,8 @@ def line(db: str, table: str, separator: str, task: KeyOpFieldsValues, as_json: 
 
 
 async def run(args: argparse.Namespace) -> int:
+    for table in args.table:
+        check_table_name(table, "--table")
     db = await connect_from_args(args)
     name = db.name or str(db.db_id)
     seen = 0
