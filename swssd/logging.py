@@ -1,6 +1,7 @@
 """Log setup with structlog: JSON lines (one event per line, for journald) or a readable console form.
 
-Output goes to stderr or to a file that `reopen()` reopens by name (SIGHUP after logrotate).
+Output goes to stderr or to a file that `reopen()` reopens by name (SIGHUP after logrotate); the
+file is created 0600 in a 0700 directory and a symbolic link at its path is refused (files.py).
 Standard-library log records (asyncio, redis) go through the same renderer. When stderr is the
 journal (systemd sets $JOURNAL_STREAM to its device:inode), every line starts with its syslog
 priority, `<3>` ... `<7>`, as sd-daemon(3) describes, so `journalctl -p warning` filters by level.
@@ -11,6 +12,7 @@ imports it relatively; a rename needs every importer changed, swssd/orch/daemon.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -20,6 +22,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import structlog
+
+from .files import open_append
+from .logsafe import escape_for_console, truncate_values
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -54,7 +59,8 @@ def journal_prefixed(renderer: Renderer) -> Renderer:
 
 
 class _Output:
-    """stderr, or a file reopened by name on reopen(); writes are whole lines."""
+    """stderr, or a file reopened by name on reopen(); writes are whole lines. Opening raises
+    OSError (UnsafeFileError for a symlink); a failed reopen keeps the file open before."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -64,8 +70,7 @@ class _Output:
     def _open(self) -> IO[str]:
         if self.path is None:
             return sys.stderr
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return open(self.path, "a", encoding="utf-8", buffering=1)  # reopened on SIGHUP
+        return io.TextIOWrapper(io.BufferedWriter(open_append(self.path)), encoding="utf-8", line_buffering=True)
 
     def write(self, text: str) -> None:
         with self._lock:
@@ -90,23 +95,27 @@ _output: _Output | None = None
 
 
 def configure(format: str = "console", level: str = "info", file: Path | None = None) -> None:
-    """Set up structlog (and stdlib logging) for the whole process."""
+    """Set up structlog (and stdlib logging) for the whole process. A log file that cannot be
+    opened raises OSError and leaves the logging as it was."""
     global _output
+    output = _Output(file)
     if _output is not None and _output.path is not None:
         _output._file.close()
-    _output = _Output(file)
+    _output = output
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     renderer: Renderer
+    # Tracebacks as text in both formats, so the console's can be escaped too; then every value
+    # cut to a log line's size (and, for the console, its control characters escaped).
+    shared_tail: list[Any] = [structlog.processors.format_exc_info, truncate_values]
     if format == "json":
         renderer = structlog.processors.JSONRenderer()
-        shared_tail: list[Any] = [structlog.processors.format_exc_info]
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=_output.isatty())
-        shared_tail = []
+        shared_tail.append(escape_for_console)
     if file is None and stderr_is_journal():
         renderer = journal_prefixed(renderer)
     structlog.configure(
@@ -128,6 +137,7 @@ def configure(format: str = "console", level: str = "info", file: Path | None = 
 
 
 def reopen() -> None:
-    """Reopen the log file by name (no-op when logging to stderr)."""
+    """Reopen the log file by name (no-op when logging to stderr); OSError when it cannot be
+    opened, and lines go on to the file open before."""
     if _output is not None:
         _output.reopen()

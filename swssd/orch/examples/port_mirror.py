@@ -18,8 +18,9 @@ class PortMirrorOrch(Orch):
     async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
         if task.op == DEL_COMMAND:
             await self.state.delete(task.key)
-            self.log.info(f"port {task.key} removed from STATE_DB")
+            self.log.info("port removed from STATE_DB", port=task.key)
             return
         await self.state.set(task.key, [*task.fvs, ("state", "ok")])
-        changes = " ".join(f"{f}={v}" for f, v in task.fvs)
-        self.log.info(f"port {task.key} {changes} -> STATE_DB state=ok")
+        # Key and fields as values, not in the message: the log cuts long ones (a key or an entry
+        # in Redis can be of any size), and escapes what would upset a terminal.
+        self.log.info("port -> STATE_DB state=ok", port=task.key, fields=dict(task.fvs))

@@ -26,7 +26,7 @@ class RouteOrch(Orch):
         if task.op == DEL_COMMAND:
             if self.routes.pop(prefix, None) is not None:
                 await self.installed.delete(prefix)
-                self.log.info(f"route {prefix} removed")
+                self.log.info("route removed", prefix=prefix)
             return
         # A SET carries the changed fields only: complete it from what is installed.
         fields = {**self.routes.get(prefix, {}), **dict(task.fvs)}
@@ -36,4 +36,5 @@ class RouteOrch(Orch):
         await self.installed.set(prefix, [*fields.items(), ("state", "ok")])
         verb = "updated" if prefix in self.routes else "installed"
         self.routes[prefix] = fields
-        self.log.info(f"route {prefix} via {fields.get('nexthop', '?')} dev {fields.get('ifname', '?')} {verb}")
+        self.log.info(f"route {verb}", prefix=prefix, nexthop=fields.get("nexthop", "?"),
+                      ifname=fields.get("ifname", "?"))
