@@ -3,8 +3,8 @@
 Per table: popped, handled, retried, failed, dead-lettered, pending and a handler-latency
 histogram; per connection kind: reconnects; the event loop's lag and heartbeat; whether Redis
 answers and whether the daemon is serving. Nothing is counted twice on the hot path: the
-collector reads the workers' own counters at scrape time (prometheus-client's HTTP thread; plain
-int/float reads are safe under the GIL).
+collector reads the workers' own counters at scrape time (in the endpoint's scrape thread, see
+metrics_server.py; plain int/float reads are safe under the GIL).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import asyncio
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from .metrics_server import MetricsServer
 
 if TYPE_CHECKING:
     from .orch.daemon import Daemon
@@ -119,9 +120,20 @@ def _bound(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 
 
-def serve(daemon: Daemon, probe: LoopProbe, host: str, port: int) -> WSGIServer:
-    """Serve /metrics for `daemon` from prometheus-client's background thread; shutdown() stops it."""
+def health(daemon: Daemon) -> tuple[bool, str]:
+    """What /health answers: healthy once serving and while Redis answers."""
+    if not daemon.redis_up:
+        return False, "Redis unreachable"
+    if not daemon.serving:
+        return False, "not ready yet"
+    return True, "OK"
+
+
+async def serve(daemon: Daemon, probe: LoopProbe, host: str, port: int) -> MetricsServer:
+    """Serve /metrics and /health for `daemon` on the running loop; OSError when host:port cannot
+    be bound. close() stops it."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DaemonCollector(daemon, probe))
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+    server = MetricsServer(lambda: generate_latest(registry), lambda: health(daemon))
+    await server.start(host, port)
     return server

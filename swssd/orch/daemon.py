@@ -12,31 +12,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
+import os
 import signal
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .. import logging as swssd_logging
+from .. import redis_url
 from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig, resolve_config
-from ..errors import ConfigError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
+from ..errors import ConfigError, RedisAuthError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..files import reason
 from ..metrics import LoopProbe
 from ..metrics import serve as serve_metrics
+from ..metrics_server import MetricsServer
+from ..scan import read_table
 from ..sdnotify import SystemdNotifier
 from ..select import Select
 from ..selectable import Selectable
 from ..zmq import ZmqConsumerStateTable, ZmqServer
-from ..subscriber_state_table import glob_escape
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
 from .lease import InstanceInUseError, InstanceLease
@@ -97,7 +102,9 @@ class Daemon:
         self.command_reconnects = 0
         self.notifier = SystemdNotifier()
         self.loop_probe = LoopProbe()
-        self._metrics_server: Any = None
+        self._metrics_server: MetricsServer | None = None
+        #: True once every database is connected (redis_up is 0 before)
+        self._connected = False
         self._db_config: SonicDBConfig | None = None
         self._global_config: SonicDBGlobalConfig | None = None
         #: one ZmqServer per endpoint of the zmq tables, serving all of that endpoint's tables
@@ -123,7 +130,10 @@ class Daemon:
     def reopen(self) -> None:
         """SIGHUP: reopen the log file and capture files (after logrotate moved them)."""
         self.notifier.reloading()
-        swssd_logging.reopen()
+        try:
+            swssd_logging.reopen()
+        except OSError as exc:
+            log.error("log file not reopened; logging goes on to the file open before", error=reason(exc))
         if self.capture is not None:
             self.capture.reopen()
         log.info("reopened log and capture files")
@@ -147,7 +157,8 @@ class Daemon:
     @property
     def redis_up(self) -> bool:
         """Whether the last pop worked, every pub/sub connection is up and Redis answers the probe."""
-        return self._pop_error is None and self._probe_error is None and self.select.connected
+        return (self._connected and self._pop_error is None and self._probe_error is None
+                and self.select.connected)
 
     # -- running ------------------------------------------------------------------------
 
@@ -159,12 +170,13 @@ class Daemon:
         self.notifier.start_watchdog()
         self.notifier.status("starting")
         try:
+            # Metrics first: they show redis_up 0 while Redis cannot be reached yet.
+            helpers.append(asyncio.ensure_future(self.loop_probe.run()))
+            await self._serve_metrics()
             if not await self._until_stopped(self._start()):
                 return 1 if self._force.is_set() else 0
             helpers.append(asyncio.ensure_future(self._watch_health()))
             helpers.append(asyncio.ensure_future(self._probe_redis()))
-            helpers.append(asyncio.ensure_future(self.loop_probe.run()))
-            self._serve_metrics()
             await self._consume()
         finally:
             for task in helpers:
@@ -172,16 +184,24 @@ class Daemon:
             forced = await self._shutdown()
         return 1 if forced or self._crashed else 0
 
-    def _serve_metrics(self) -> None:
+    async def _serve_metrics(self) -> None:
+        """Raises ConfigError when [metrics] cannot be bound: a port held by another process would
+        have monitoring read that process instead, so it is a config error, not a warning."""
         cfg = self.config.metrics
         if not cfg.enabled:
             return
         try:
-            self._metrics_server = serve_metrics(self, self.loop_probe, cfg.address, cfg.port)
+            self._metrics_server = await serve_metrics(self, self.loop_probe, cfg.address, cfg.port)
         except OSError as exc:
-            log.error("metrics endpoint not served", address=cfg.address, port=cfg.port, error=str(exc))
-            return
+            lookup = isinstance(exc, socket.gaierror)  # errno is an EAI_* code then
+            field = "address" if lookup or exc.errno == errno.EADDRNOTAVAIL else "port"
+            why = os.strerror(exc.errno) if exc.errno and not lookup else exc.strerror or str(exc)
+            raise ConfigError(self.config.path, f"metrics.{field}",
+                              f"cannot serve metrics on {cfg.address} port {cfg.port}: {why}") from None
         log.info("serving metrics", url=f"http://{cfg.address}:{cfg.port}/metrics")
+        if not self._metrics_server.loopback_only:
+            log.warning("metrics endpoint reachable beyond this host: anyone who can connect reads the "
+                        "daemon's figures; bind 127.0.0.1 or firewall it", addresses=self._metrics_server.addresses)
 
     def _now_serving(self) -> None:
         """Subscribed and the first drain is done: tell systemd (READY=1) and the metrics."""
@@ -222,6 +242,7 @@ class Daemon:
 
     async def _start(self) -> None:
         config = self.config
+        self._report_redis_settings()
         self._load_db_config()
         for i, oc in enumerate(config.orchs):
             orch = plugins.create(oc.plugin)
@@ -235,6 +256,7 @@ class Daemon:
             await self._start_capture()
         for name, namespace in names:
             self.connectors[connector_key(name, namespace)] = await self._connect(name, namespace)
+        self._connected = True
         await self._take_leases()
         for oc, rt in zip(config.orchs, self.runtimes):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
@@ -258,6 +280,14 @@ class Daemon:
             "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),
             reconciled=self.pending_count,
         )
+
+    def _report_redis_settings(self) -> None:
+        """Exposed secrets and unverified TLS, one warning line each; where the password came from."""
+        r = self.config.redis
+        for line in r.warnings(self.config.path):
+            log.warning(line)
+        if r.password is not None and r.password_source:
+            log.info("Redis password", source=r.password_source, user=r.username or "default")
 
     def _load_db_config(self) -> None:
         path = self.config.database_config_path()
@@ -307,43 +337,37 @@ class Daemon:
 
     async def _start_capture(self) -> None:
         cfg = self.config.capture
-        self.capture = CaptureWriter(cfg.directory, host=cfg.host, max_bytes=cfg.max_bytes, rec=cfg.rec)
-        try:
-            await self.capture.start()
-        except OSError as exc:
-            self.capture = None
-            raise ConfigError(self.config.path, "capture.directory", f"cannot write captures there: {exc}") from None
-        log.info("capturing", directory=str(cfg.directory), rec=cfg.rec)
+        self.capture = CaptureWriter(cfg.directory, host=cfg.host, max_bytes=cfg.max_bytes, rec=cfg.rec,
+                                     retry_interval=cfg.retry_interval)
+        await self.capture.start()  # a directory it cannot write is a warning, retried: capture is optional
+        if self.capture.writing:
+            log.info("capturing", directory=str(cfg.directory), rec=cfg.rec)
 
     async def _connect(self, name: str, namespace: str = "") -> DBConnector:
         """Connect to one database, waiting (and saying so) while Redis is unreachable."""
         delay = _BACKOFF_MIN
         last_log = 0.0
-        told_tls = False
+        told: set[str] = set()
         r = self.config.redis
         while True:
             try:
                 await self._check_tls(name, namespace)
-                timeouts = {"socket_connect_timeout": r.connect_timeout, "socket_timeout": r.read_timeout}
+                options = {**r.client_options(), "socket_connect_timeout": r.connect_timeout,
+                           "socket_timeout": r.read_timeout}
                 if namespace:
-                    return await DBConnector.connect(
-                        name, self._global_config, namespace=namespace,
-                        username=r.username, password=r.password, ssl=r.tls, **timeouts,
-                    )
+                    return await DBConnector.connect(name, self._global_config, namespace=namespace, **options)
                 if self._db_config is not None:
-                    return await DBConnector.connect(
-                        name, self._db_config, username=r.username, password=r.password, ssl=r.tls,
-                        **timeouts,
-                    )
+                    return await DBConnector.connect(name, self._db_config, **options)
+                assert r.url is not None
                 db_id, separator = SONIC_DATABASES[name]
-                return await DBConnector.from_url(
-                    self._url(), db_id=db_id, separator=separator, name=name, **timeouts
-                )
+                return await DBConnector.from_url(r.url, db_id=db_id, separator=separator, name=name, **options)
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()
-                if isinstance(exc, _TlsMismatch) and not told_tls:
-                    log.error(str(exc), db=connector_key(name, namespace))
-                    told_tls = True
+                problem = _connect_problem(exc)
+                if problem is not None and problem not in told:
+                    details = {} if isinstance(exc, _TlsMismatch) else {"error": str(exc)}
+                    log.error(problem, db=connector_key(name, namespace), **details)
+                    told.add(problem)
                     last_log = now
                 elif now - last_log >= self.config.daemon.health_interval:
                     log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc))
@@ -354,16 +378,15 @@ class Daemon:
     def _tls_address(self, name: str, namespace: str) -> tuple[str, int] | None:
         """The TCP address a TLS connection to `name` goes to; None when TLS is not used."""
         r = self.config.redis
-        if not r.tls:
+        if not r.tls_enabled:
             return None
         if namespace or self._db_config is not None:
             placed = resolve_config(self._global_config if namespace else self._db_config, namespace or None)
             inst = placed.instances[placed.database(name).instance]
             return None if inst.unix_socket_path else (inst.hostname, inst.port)
-        parts = urlsplit(self._url())
-        if parts.scheme != "rediss":
-            return None
-        return parts.hostname or "localhost", parts.port or 6379
+        assert r.url is not None
+        url = redis_url.parse(r.url, tls=r.tls)
+        return (url.host or "localhost", url.port or 6379) if url.tls else None
 
     async def _check_tls(self, name: str, namespace: str) -> None:
         """With tls = true: a bare TLS handshake first, bounded by connect_timeout, so that a plain
@@ -376,6 +399,9 @@ class Daemon:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE  # only whether TLS is spoken; the real connect verifies
+        r = self.config.redis
+        if r.cert_file is not None:  # a server that wants client certificates gets one here too
+            context.load_cert_chain(r.cert_file, r.key_file)
         host, port = address
         try:
             _reader, writer = await asyncio.wait_for(
@@ -398,18 +424,6 @@ class Daemon:
         writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(writer.wait_closed(), 1.0)
-
-    def _url(self) -> str:
-        r = self.config.redis
-        assert r.url is not None
-        parts = urlsplit(r.url)
-        scheme = "rediss" if r.tls and parts.scheme == "redis" else parts.scheme
-        netloc = parts.netloc
-        if (r.username or r.password) and "@" not in netloc:
-            user = quote(r.username or "", safe="")
-            password = quote(r.password or "", safe="")
-            netloc = f"{user}:{password}@{netloc}"
-        return urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment))
 
     async def _take_leases(self) -> None:
         """Claim the instance name on every database a table is popped reliably from."""
@@ -510,30 +524,16 @@ class Daemon:
                         table=worker.table, batches=len(batches), tasks=len(worker.pending))
 
     async def _reconcile(self, worker: TableWorker, db: DBConnector) -> None:
-        """The table's existing entries as pending SETs, after what was taken over; an entry that
-        is not a hash is logged and skipped."""
-        prefix = worker.table + db.separator
-        entries: dict[str, list[tuple[str, str]]] = {}
-        skipped = 0
-        cursor = 0
-        while True:
-            cursor, found = await db.redis.scan(cursor, match=glob_escape(prefix) + "*", count=_RECONCILE_CHUNK)
-            names = sorted({str(n) for n in found})  # str: the client decodes replies
-            replies = await db.execute_many([("HGETALL", name) for name in names])
-            for name, reply in zip(names, replies):
-                if isinstance(reply, Exception):
-                    skipped += 1
-                    log.error("reconcile: entry skipped, not a hash", db=worker.db_name, table=worker.table,
-                              key=name[:_KEY_EXCERPT], error=str(reply))
-                elif reply:
-                    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
-                    fvs = [(f, v) for f, v in pairs if f != "NULL"]
-                    if fvs:
-                        entries[name[len(prefix):]] = fvs
-            if int(cursor) == 0:
-                break
+        """The table's existing entries as pending SETs, after what was taken over (SCAN, never
+        KEYS); keys under the table's prefix that are not hashes are skipped, in one log line."""
+        found = await read_table(db, worker.table, _RECONCILE_CHUNK)
+        if found.not_hashes:
+            log.error("reconcile: keys skipped, not hashes", db=worker.db_name, table=worker.table,
+                      skipped=len(found.not_hashes), first=found.not_hashes[0][:_KEY_EXCERPT])
+        entries = {key: fvs for key, fvs in found.entries.items() if fvs}
         worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, entries[key]) for key in sorted(entries))
-        log.info("reconciled", db=worker.db_name, table=worker.table, entries=len(entries), skipped=skipped)
+        log.info("reconciled", db=worker.db_name, table=worker.table, entries=len(entries),
+                 skipped=len(found.not_hashes))
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -794,7 +794,7 @@ class Daemon:
         for db in self.connectors.values():
             await db.close()
         if self._metrics_server is not None:
-            await asyncio.to_thread(self._metrics_server.shutdown)
+            await self._metrics_server.close()
         await self.notifier.close()
         if self.ready.is_set():
             log.info("stopped", handled=sum(w.stats.handled for w in self.workers))
@@ -813,6 +813,25 @@ class Daemon:
 
 class _TlsMismatch(ConnectionError):
     """tls = true, but the server does not complete a TLS handshake."""
+
+
+def _connect_problem(exc: BaseException) -> str | None:
+    """What the operator must fix, for the connection failures that retrying alone will not cure
+    (logged once as an error; the daemon still retries, since the fix may come while it runs)."""
+    if isinstance(exc, _TlsMismatch):
+        return str(exc)
+    if isinstance(exc, RedisAuthError):
+        return ("Redis refused the credentials: check [redis] username and the password (password_file, "
+                "password, the systemd credential redis-password, $SWSSD_REDIS_PASSWORD) (retrying)")
+    text = str(exc)
+    if "no permissions to run" in text:  # NOPERM on connect (SELECT, PING): the user's ACL
+        return "Redis refused a command to this user: give it the ACL rule README 'Redis ACL' lists (retrying)"
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return ("the Redis server's TLS certificate is not trusted: set [redis] ca_file to the CA that signed "
+                "it (or check_hostname = false when the certificate names another host) (retrying)")
+    if "CERTIFICATE_REQUIRED" in text.upper().replace(" ", "_"):
+        return "the Redis server wants a client certificate: set [redis] cert_file and key_file (retrying)"
+    return None
 
 
 def _left_by_kind(workers: list[TableWorker]) -> dict[str, int]:
