@@ -244,7 +244,7 @@ async def test_restore_publishes_only_the_minimal_diff(
 
     code = await asyncio.to_thread(
         run, "restore", str(rec_dir / "swss.rec*"), "--as-of", as_of, "--table", "PORT_TABLE",
-        "--redis-url", clean_redis.url, "--db-id", "0", "--output", str(tmp_path / "out"),
+        "--url", clean_redis.url, "--db-id", "0", "--output", str(tmp_path / "out"),
     )
     assert code == 0
     popped = await _drain(consumer)

@@ -56,3 +56,11 @@ def test_parser_shapes() -> None:
     assert (d.db, d.dump) == ("APPL_DB", "live.json")
     with pytest.raises(SystemExit):
         p.parse_args(["diff", "x"])  # --dump is required
+
+
+def test_restore_takes_url_as_the_other_tools_and_the_old_spelling_still() -> None:
+    p = build_parser()
+    for option in ("--url", "--redis-url"):
+        a = p.parse_args(["restore", "x", option, "unix:///tmp/r.sock", "--db-id", "3"])
+        assert (a.url, a.db_id) == ("unix:///tmp/r.sock", 3)
+    assert "--redis-url" not in p._subparsers._group_actions[0].choices["restore"].format_help()  # type: ignore[union-attr]

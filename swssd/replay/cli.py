@@ -91,11 +91,14 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     re = sub.add_parser("restore", parents=[common],
                         help="write the state at an instant into Redis through temp views")
     re.add_argument("--db", default="APPL_DB", help="database to restore (default APPL_DB)")
-    re.add_argument("--redis-url", metavar="URL",
-                    help="redis://host:port or unix:///path (default: database_config.json)")
-    re.add_argument("--db-id", type=int, help="database number with --redis-url")
+    re.add_argument("--url", metavar="URL",
+                    help="redis://host:port or unix:///path, as the other swssd tools take it "
+                         "(default: --db in database_config.json)")
+    # the spelling of earlier versions
+    re.add_argument("--redis-url", dest="url", metavar="URL", help=argparse.SUPPRESS)
+    re.add_argument("--db-id", type=int, help="database number with --url")
     re.add_argument("--separator", choices=[":", "|"],
-                    help="key separator with --redis-url (default by database name)")
+                    help="key separator with --url (default by database name)")
     re.add_argument("--db-config", metavar="PATH", help="database_config.json to find --db in")
     return parser
 

@@ -238,7 +238,7 @@ def run_restore(spark: SparkSession, args: argparse.Namespace) -> int:
         tables.setdefault(row["table"], {})[row["key"]] = dict(row["fields"])
     if not tables:
         raise UsageError("nothing to restore: the state is empty; name tables with --table to clear them")
-    target = Target(db=args.db, url=args.redis_url, db_id=args.db_id, separator=args.separator,
+    target = Target(db=args.db, url=args.url, db_id=args.db_id, separator=args.separator,
                     db_config=args.db_config)
     counts = asyncio.run(restore(target, tables))
     print(f"restored {host or '(no host)'} {args.db} {_when(args)} through temp views "
