@@ -207,3 +207,27 @@ def test_check_warns_as_run_would_about_a_key_set_table_on_state_db(clean_redis:
     out = swssd("check", "--config", config)
     assert out.returncode == 0, out.stderr
     assert 'warning: orchs.0.tables.0: STATE_DB ROUTE_TABLE is a key-set table (kind "state")' in out.stdout
+
+
+def test_plugin_path_directories_are_searched_in_order(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """`plugin_path` (relative to the config) finds a module by name in a directory of its own,
+    after the config's directory; `swssd check` loads it from there, with cwd and PYTHONPATH
+    elsewhere."""
+    site = tmp_path / "site-plugins"
+    site.mkdir()
+    (site / "site_orch.py").write_text(FILE_PLUGIN.replace("from helper import PREFIX", 'PREFIX = "site "'))
+    config = file_plugin(tmp_path / "etc", clean_redis, "site_orch:FileOrch")
+    config.write_text('plugin_path = ["../site-plugins"]\n' + config.read_text())
+    out = swssd("check", "--config", config, cwd=Path("/"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "site_orch:FileOrch: FileOrch consumes APPL_DB A (state)"
+    loaded = load_config(config)
+    assert loaded.plugin_path == [(tmp_path / "etc" / "../site-plugins")]
+
+
+def test_a_plugin_path_that_is_not_a_directory_is_exit_2(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = file_plugin(tmp_path, clean_redis, "site_orch:FileOrch")
+    config.write_text('plugin_path = ["nowhere"]\n' + config.read_text())
+    out = swssd("check", "--config", config)
+    assert out.returncode == 2
+    assert "plugin_path.0" in out.stderr and "is not a directory" in out.stderr and "Traceback" not in out.stderr

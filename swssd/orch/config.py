@@ -408,6 +408,9 @@ class Config(_Section):
     capture: CaptureConfig = CaptureConfig()
     metrics: MetricsConfig = MetricsConfig()
     daemon: DaemonConfig = DaemonConfig()
+    #: directories searched for plugin modules after the config file's own (relative to it),
+    #: in order, before PYTHONPATH and installed packages
+    plugin_path: list[Path] = []
     orchs: list[OrchConfig] = Field(min_length=1)
     #: the file it came from, for messages and relative paths
     path: str | None = Field(None, exclude=True)
@@ -453,6 +456,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
         config.redis.database_global_config = _resolve(base, config.redis.database_global_config)
         config.logging.file = _resolve(base, config.logging.file)
         config.capture.directory = _resolve(base, config.capture.directory)
+        config.plugin_path = [_resolve(base, p) for p in config.plugin_path]
         for name in ("password_file", "ca_file", "cert_file", "key_file"):
             setattr(config.redis, name, _resolve(base, getattr(config.redis, name)))
     config.redis.resolve(path)
@@ -472,6 +476,9 @@ def _check_files(config: Config) -> None:
     directory = config.capture.directory
     if config.capture.enabled and directory.exists() and not directory.is_dir():
         raise ConfigError(config.path, "capture.directory", f"{directory} is not a directory")
+    for i, path in enumerate(config.plugin_path):
+        if not path.is_dir():
+            raise ConfigError(config.path, f"plugin_path.{i}", f"{path} is not a directory")
 
 
 def _check_tables(config: Config) -> None:

@@ -2,8 +2,9 @@
 entry point group.
 
 A config file is code: its plugins are imported, with the config file's directory on `sys.path`
-(as `python script.py` puts the script's), so a module written beside the config is found by its
-name, and a relative `file.py` path is read from that directory.
+(as `python script.py` puts the script's) and then its `plugin_path` directories, so a module
+written beside the config or in one of those is found by its name, and a relative `file.py` path
+is read from the config's directory.
 """
 
 from __future__ import annotations
@@ -48,15 +49,18 @@ def is_file_spec(spec: str) -> bool:
 def use_config_dir(config: Config) -> None:
     """Make the plugins of `config` importable the way its file names them.
 
-    The config file's directory goes first on `sys.path`, and each relative `file.py:Class` is
-    made absolute against that directory (the plugin keeps the spec as written for its name, so
-    logs and metrics say what the file says). A config built in code (no path) is left alone.
+    The config file's directory goes first on `sys.path`, then the `plugin_path` directories in
+    order, and each relative `file.py:Class` is made absolute against the config's directory (the
+    plugin keeps the spec as written for its name, so logs and metrics say what the file says).
+    A config built in code (no path) only gets its plugin_path.
     """
+    searched = [str(p) for p in config.plugin_path]
+    if config.path is not None:
+        searched.insert(0, str(Path(config.path).resolve().parent))
+    sys.path[0:0] = [p for p in dict.fromkeys(searched) if p not in sys.path]
     if config.path is None:
         return
     base = Path(config.path).resolve().parent
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
     for orch in config.orchs:
         if is_file_spec(orch.plugin):
             file, _, attr = orch.plugin.partition(":")
