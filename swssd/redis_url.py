@@ -13,6 +13,7 @@ the option (never its value), not a TypeError when the first connection is made.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,6 +202,9 @@ def _typed(name: str, value: str) -> Any:
     if parser is None:
         return value
     try:
-        return parser(value)
+        typed = parser(value)
     except (TypeError, ValueError):
-        raise RedisUrlError(f"URL option {name!r} has a value that is not valid") from None
+        typed = None
+    if typed is None or (isinstance(typed, float) and not 0 <= typed < math.inf):
+        raise RedisUrlError(f"URL option {name!r} has a value that is not valid")
+    return typed
