@@ -179,8 +179,8 @@ def test_wrong_type_keys_at_start_are_logged_and_the_daemon_keeps_running(
     daemon = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "log")
     try:
         daemon.wait_ready()
-        (skipped,) = daemon.wait_for_log("reconcile: entry skipped, not a hash")
-        assert skipped["key"] == "RECON:bad"
+        (skipped,) = daemon.wait_for_log("reconcile: keys skipped, not hashes")
+        assert skipped["first"] == "RECON:bad" and skipped["skipped"] == 1
         refused = daemon.wait_for_log("pop refused by Redis; the table is not popped until this is fixed")
         assert refused[0]["table"] == "BADSET" and "WRONGTYPE" in refused[0]["error"]
         assert wait_until(lambda: ["RECON", "good", "SET", [["f", "v"]]] in

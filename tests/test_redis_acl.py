@@ -178,3 +178,20 @@ def test_refused_subscribe_is_one_line_not_a_traceback_loop(server: EmbeddedRedi
 
 REFUSED = ("Redis refused the pub/sub subscription: this user needs +subscribe +psubscribe and the "
            "channels (&*), see README 'Redis ACL'; retrying")
+
+
+def test_a_command_refused_at_connect_is_one_clear_line(server: EmbeddedRedis, tmp_path: Path) -> None:
+    admin = redis.Redis(port=server.port, decode_responses=True)
+    admin.execute_command("ACL", "SETUSER", "swssd", "-select")
+    config = daemon_config(tmp_path, server, "swssd", tmp_path / "records.jsonl")
+    daemon = DaemonProcess(config, tmp_path / "log")
+    event = "Redis refused a command to this user: give it the ACL rule README 'Redis ACL' lists (retrying)"
+    try:
+        assert wait_until(lambda: daemon.events(event), 20), (tmp_path / "log").read_text()[-2000:]
+        time.sleep(2)
+        assert daemon.proc.poll() is None, "still running, retrying"
+    finally:
+        daemon.stop()
+    (line,) = daemon.events(event)
+    assert "'select'" in line["error"]
+    assert "Traceback" not in (tmp_path / "log").read_text()
