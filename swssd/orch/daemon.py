@@ -28,6 +28,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .. import logging as swssd_logging
 from .. import redis_url
+from ..backoff import Backoff
 from ..capture import CaptureWriter
 from ..connector import CONNECTION_ERRORS, DBConnector
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig, resolve_config
@@ -82,8 +83,8 @@ class Daemon:
         self._by_table: dict[Selectable, TableWorker] = {}
         #: the reliable pop of each state and queue table
         self.reliable: dict[TableWorker, ReliablePop] = {}
-        #: tables whose last pop Redis refused: (next wait, loop time of the last log line)
-        self._refused: dict[TableWorker, tuple[float, float]] = {}
+        #: tables whose last pop Redis refused: (their backoff, time of the last log line)
+        self._refused: dict[TableWorker, tuple[Backoff, float]] = {}
         self._leases: list[InstanceLease] = []
         self._lease_watchers: list[asyncio.Task[None]] = []
         self._started: list[OrchRuntime] = []
@@ -345,7 +346,7 @@ class Daemon:
 
     async def _connect(self, name: str, namespace: str = "") -> DBConnector:
         """Connect to one database, waiting (and saying so) while Redis is unreachable."""
-        delay = _BACKOFF_MIN
+        backoff = Backoff(_BACKOFF_MIN, _BACKOFF_MAX)
         last_log = 0.0
         told: set[str] = set()
         r = self.config.redis
@@ -372,8 +373,7 @@ class Daemon:
                 elif now - last_log >= self.config.daemon.health_interval:
                     log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc))
                     last_log = now
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _BACKOFF_MAX)
+            await backoff.sleep()
 
     def _tls_address(self, name: str, namespace: str) -> tuple[str, int] | None:
         """The TCP address a TLS connection to `name` goes to; None when TLS is not used."""
@@ -495,7 +495,7 @@ class Daemon:
 
     async def _while_unreachable(self, step: Callable[[], Awaitable[None]], db_name: str) -> None:
         """Run a start-up step, again while Redis cannot be reached (a restart under our start)."""
-        delay = _BACKOFF_MIN
+        backoff = Backoff(_BACKOFF_MIN, _BACKOFF_MAX)
         last_log = 0.0
         while True:
             try:
@@ -505,8 +505,7 @@ class Daemon:
                 if now - last_log >= self.config.daemon.health_interval:
                     log.warning("waiting for Redis", db=db_name, error=str(exc))
                     last_log = now
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _BACKOFF_MAX)
+            await backoff.sleep()
 
     async def _take_over(self, worker: TableWorker, source: ReliablePop) -> None:
         """Before anything is popped or reconciled: the tasks an earlier run left in flight."""
@@ -546,7 +545,7 @@ class Daemon:
 
     async def _consume(self) -> None:
         select = self.select
-        delay = _BACKOFF_MIN
+        backoff = Backoff(_BACKOFF_MIN, _BACKOFF_MAX)
         while not self._stop.is_set():
             self._kick.clear()
             table = await select.select(timeout=0)
@@ -569,15 +568,14 @@ class Daemon:
             except (RedisError, OSError) as exc:
                 # The reliable pop reads back what a pop that ran took, before popping again.
                 self._pop_failed(worker, exc)
-                await self._sleep(delay)
-                delay = min(delay * 2, _BACKOFF_MAX)
+                await self._sleep(backoff.next())
                 continue
             if self._pop_error is not None:
                 self._redis_back()
             if worker in self._refused:
                 del self._refused[worker]
                 log.info("table popped again", db=worker.db_name, table=worker.table)
-            delay = _BACKOFF_MIN
+            backoff.reset()
 
     def _deliver(self, worker: TableWorker, batches: list[Batch]) -> None:
         """Capture popped tasks, then hand them to the table's worker (with their in-flight batch)."""
@@ -595,12 +593,13 @@ class Daemon:
         table is not. It is not popped for a while (longer each time), logged each health_interval."""
         worker.stats.pop_errors += 1
         now = time.monotonic()
-        delay, logged = self._refused.get(worker, (_BACKOFF_MIN * 4, -1e9))
+        backoff, logged = self._refused.get(worker) or (Backoff(_BACKOFF_MIN * 4, _REFUSED_MAX), -1e9)
+        delay = backoff.next()
         if now - logged >= self.config.daemon.health_interval:
             log.error("pop refused by Redis; the table is not popped until this is fixed", db=worker.db_name,
                       table=worker.table, error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 2))
             logged = now
-        self._refused[worker] = (min(delay * 2, _REFUSED_MAX), logged)
+        self._refused[worker] = (backoff, logged)
         self.select.pause(worker.consumer)
         asyncio.get_running_loop().call_later(delay, self.select.resume, worker.consumer)
 
