@@ -53,6 +53,15 @@ def test_parse_jsonl_and_errors() -> None:
         parse_document('[{"op": "FROB", "key": "k"}]', "T", ":", "x.json")
 
 
+def test_jsonl_values_may_hold_unicode_line_separators() -> None:
+    text = '{"key": "k1", "fvs": [["a", "x\u2028y\x85z"]]}\r\n{"key": "k2", "fvs": [["b", "2"]]}\n'
+    assert "\u2028" in text and "\x85" in text  # raw in the text, as JSON allows in a string
+    assert parse_document(text, "T", ":", "ops.jsonl") == [
+        Operation("T", "SET", "k1", [("a", "x\u2028y\x85z")]),
+        Operation("T", "SET", "k2", [("b", "2")]),
+    ]
+
+
 async def test_produce_state_then_dump_round_trip(db: DBConnector) -> None:
     ops = parse_words(["set", "Ethernet0", "speed=100000", "alias=etp1", "set", "Ethernet4", "speed=40000"], "PORT_TABLE")
     ops += parse_document(json.dumps([{"ROUTE_TABLE:10.0.0.0/8": {"nexthop": "1.1.1.1"}, "OP": "SET"}]), None, ":", "r")

@@ -99,7 +99,9 @@ def parse_document(text: str, table: str | None, separator: str, source: str) ->
     if whole is not None:  # one operation spread over several lines
         return [_from_object(whole, table, separator, source)]
     ops = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # JSON Lines ends lines at \n only: str.splitlines() would also cut at U+2028 or \x85,
+    # which JSON strings may hold raw
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
