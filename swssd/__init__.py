@@ -24,7 +24,7 @@ from .notification_producer import NotificationProducer
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
 from .runner import run
-from .select import Select
+from .selector import Select
 from .selectable import Selectable, Subscription
 from .subscriber_state_table import SubscriberStateTable
 from .table import Table

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .connector import DBConnector
 from .fields import DEL_COMMAND
-from .select import Select
+from .selector import Select
 from .subscriber_state_table import SubscriberStateTable
 
 if TYPE_CHECKING:

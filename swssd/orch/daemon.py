@@ -40,7 +40,7 @@ from ..metrics import serve as serve_metrics
 from ..metrics_server import MetricsServer
 from ..scan import read_table
 from ..sdnotify import SystemdNotifier
-from ..select import Select
+from ..selector import Select
 from ..selectable import Selectable
 from ..zmq import ZmqConsumerStateTable, ZmqServer
 from . import plugins

@@ -20,7 +20,7 @@ from ..consumer_table import ConsumerTable
 from ..fields import KeyOpFieldsValues
 from ..metrics import LATENCY_BUCKETS
 from ..notification_consumer import NotificationConsumer
-from ..select import Select
+from ..selector import Select
 from ..subscriber_state_table import SubscriberStateTable
 from ..zmq import ZmqConsumerStateTable, ZmqServer
 from .config import RetryConfig, TableKind

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from ..fields import KeyOpFieldsValues
 from ..names import check_table_name
-from ..select import Select
+from ..selector import Select
 from ..subscriber_state_table import SubscriberStateTable
 from .connect import add_connection_arguments, connect_from_args
 
