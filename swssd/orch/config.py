@@ -22,7 +22,7 @@ from pydantic import (
 from .. import redis_url
 from ..credentials import CREDENTIAL_NAME, ambient_password, exposure, read_secret
 from ..dbconfig import DEFAULT_PATH, ENV_VAR
-from ..errors import ConfigError
+from ..errors import ConfigError, RedisUrlError
 from ..names import shown, table_name_problem
 
 #: Where a package installs the daemon's config.
@@ -146,7 +146,7 @@ class RedisConfig(_Section):
         assert self.url is not None
         try:
             parsed = redis_url.parse(self.url, tls=self.tls)
-        except redis_url.RedisUrlError as exc:
+        except RedisUrlError as exc:
             raise ConfigError(config_path, "redis.url", str(exc)) from None
         if parsed.username is not None:
             if self.username is not None and self.username != parsed.username:
