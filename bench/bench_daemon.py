@@ -32,7 +32,7 @@ from pathlib import Path
 
 import uvloop
 
-from swssd import logging as swssd_logging
+from swssd import logs as swssd_logging
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Select
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.orch.config import config_from_dict

@@ -17,7 +17,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import __version__
-from . import logging as swssd_logging
+from . import logs as swssd_logging
 from .embedded_redis import EmbeddedRedis
 from .errors import (
     ConfigError,

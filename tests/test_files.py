@@ -14,7 +14,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from swssd import KeyOpFieldsValues as K
-from swssd import logging as swssd_logging
+from swssd import logs as swssd_logging
 from swssd.capture import CaptureWriter
 from swssd.capture.rotating import RotatingFile
 from swssd.files import UnsafeFileError, open_append

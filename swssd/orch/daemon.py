@@ -26,7 +26,7 @@ import structlog
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .. import logging as swssd_logging
+from .. import logs as swssd_logging
 from .. import redis_url
 from ..backoff import Backoff
 from ..capture import CaptureWriter

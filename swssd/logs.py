@@ -5,9 +5,6 @@ file is created 0600 in a 0700 directory and a symbolic link at its path is refu
 Standard-library log records (asyncio, redis) go through the same renderer. When stderr is the
 journal (systemd sets $JOURNAL_STREAM to its device:inode), every line starts with its syslog
 priority, `<3>` ... `<7>`, as sd-daemon(3) describes, so `journalctl -p warning` filters by level.
-
-(This module's name shadows the standard library's `logging` for code inside the package that
-imports it relatively; a rename needs every importer changed, swssd/orch/daemon.py among them.)
 """
 
 from __future__ import annotations
