@@ -29,11 +29,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import uvloop
 
-from swssd import logs as swssd_logging
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Select
+from swssd import logs as swssd_logging
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.orch.config import config_from_dict
 from swssd.orch.daemon import Daemon
@@ -46,7 +47,7 @@ class NoopOrch(Orch):
 
     target = 0
     done: asyncio.Event | None = None
-    latencies: list[float] = []
+    latencies: ClassVar[list[float]] = []  # one list for the whole run, reset by the latency benchmark
 
     def __init__(self) -> None:
         super().__init__()

@@ -127,7 +127,9 @@ def free_endpoint() -> str:
         return f"tcp://127.0.0.1:{s.getsockname()[1]}"
 
 
-def command(side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None) -> list[str]:
+def command(
+    side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None
+) -> list[str]:
     if side == "cpp":
         assert binary is not None
         return [str(binary), role, str(db_config), endpoint, str(count)]
@@ -145,7 +147,9 @@ def expect(stream, word: str) -> str:  # type: ignore[no-untyped-def]
             return line.strip()
 
 
-def run_pair(producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None) -> float:
+def run_pair(
+    producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None
+) -> float:
     """Seconds from the producer's first send to the consumer's last pop."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -167,7 +171,8 @@ def run_pair(producer: str, consumer: str, kind: str, count: int, url: str, db_c
         result = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
         assert result["count"] >= count, result
         if result.get("early_timeouts"):
-            print(f"  note: the C++ consumer's select() returned TIMEOUT early {result['early_timeouts']} time(s)", flush=True)
+            print(f"  note: the C++ consumer's select() returned TIMEOUT early {result['early_timeouts']} time(s)",
+                  flush=True)
         expect(prod.stdout, "sent")
         prod.stdin.write("quit\n")
         prod.stdin.flush()
@@ -253,7 +258,8 @@ def main() -> None:
                     flush.flushall()
                     seconds = run_pair(producer, consumer, kind, n, url, db_config, binary)
                     results[n].setdefault(label, []).append(seconds)
-                    print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s", flush=True)
+                    print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s",
+                          flush=True)
         print()
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}

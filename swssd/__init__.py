@@ -21,28 +21,29 @@ from .errors import (
 from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 from .notification_consumer import Notification, NotificationConsumer
 from .notification_producer import NotificationProducer
+from .orch import Orch, Retry
 from .producer_state_table import ProducerStateTable
 from .producer_table import ProducerTable
 from .runner import run
-from .selector import Select
 from .selectable import Selectable, Subscription
+from .selector import Select
 from .subscriber_state_table import SubscriberStateTable
 from .table import Table
 from .zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
-from .orch import Orch, Retry
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEL_COMMAND",
+    "SET_COMMAND",
     "ConfigDBConnector",
+    "ConfigError",
     "ConfigEvent",
     "ConfigEvents",
-    "ConfigError",
     "ConsumerStateTable",
     "ConsumerTable",
     "ConsumerTableBase",
     "DBConnector",
-    "DEL_COMMAND",
     "FieldValues",
     "InvalidSeparatorError",
     "KeyOpFieldsValues",
@@ -56,21 +57,20 @@ __all__ = [
     "RedisUnreachableError",
     "RedisUrlError",
     "Retry",
-    "SET_COMMAND",
     "Select",
     "Selectable",
     "SonicDBConfig",
+    "SonicDBGlobalConfig",
     "SubscriberStateTable",
     "Subscription",
-    "SonicDBGlobalConfig",
     "SwssdError",
     "Table",
     "TempViewError",
     "UnknownDatabaseError",
     "UnknownNamespaceError",
-    "run",
     "ZmqClient",
     "ZmqConsumerStateTable",
     "ZmqProducerStateTable",
     "ZmqServer",
+    "run",
 ]

@@ -12,9 +12,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import AuthenticationError
+from redis.exceptions import AuthenticationError, NoScriptError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import redis_url
@@ -22,7 +21,6 @@ from .dbconfig import SonicDBConfig, SonicDBGlobalConfig, check_separator, resol
 from .errors import RedisAuthError, RedisUnreachableError
 from .lua import Script
 from .wire import pack_command, use_hiredis_packing
-
 
 #: Seconds to establish a connection (TCP, TLS handshake, unix socket) before giving up.
 CONNECT_TIMEOUT = 5.0

@@ -88,9 +88,13 @@ class DaemonCollector(Collector):
         reconnects.add_metric(["command"], d.command_reconnects)
         yield reconnects
         yield from _zmq_families(d)
-        yield GaugeMetricFamily("swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag)
         yield GaugeMetricFamily(
-            "swssd_heartbeat_timestamp_seconds", "Unix time the event loop last ran the lag probe", value=self.probe.heartbeat
+            "swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag
+        )
+        yield GaugeMetricFamily(
+            "swssd_heartbeat_timestamp_seconds",
+            "Unix time the event loop last ran the lag probe",
+            value=self.probe.heartbeat,
         )
         yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
         yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done", value=float(d.serving))

@@ -8,6 +8,7 @@ lines for `systemctl status`, RELOADING=1 on SIGHUP and STOPPING=1 on shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -86,10 +87,8 @@ class SystemdNotifier:
     async def close(self) -> None:
         if self._watchdog_task is not None:
             self._watchdog_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog_task
-            except asyncio.CancelledError:
-                pass
             self._watchdog_task = None
         if self._sock is not None:
             self._sock.close()

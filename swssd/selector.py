@@ -9,8 +9,8 @@ it means — a wake-up, a keyspace event, a notification — is the consumer's b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import Iterable
 
 import structlog
 from redis.asyncio.connection import AbstractConnection
@@ -275,10 +275,8 @@ class _ServerSubscription:
         conn = self._conn
         if conn is None:
             return  # the reader subscribes every channel when it (re)connects
-        try:
+        with contextlib.suppress(*CONNECTION_ERRORS):  # the reader notices the drop and resubscribes
             await conn.send_command(*args, check_health=False)
-        except CONNECTION_ERRORS:
-            pass  # the reader notices the drop and resubscribes
 
     async def _run(self) -> None:
         backoff = Backoff(self._select.reconnect_min, self._select.reconnect_max)
@@ -309,7 +307,7 @@ class _ServerSubscription:
                 # The ACL, not the connection: trying again at once would only repeat it.
                 self._refused(exc)
                 wait = self._select.reconnect_max
-            except Exception:  # noqa: BLE001 - the reader must outlive surprises; say so and retry
+            except Exception:  # the reader must outlive surprises; say so and retry
                 log.exception("pubsub reader failed; reconnecting", address=self.address)
             finally:
                 self.connected = False

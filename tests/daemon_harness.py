@@ -98,7 +98,8 @@ class DaemonProcess:
         found = wait_until(lambda: len(self.events(name)) >= count or self.proc.poll() is not None, timeout)
         events = self.events(name)
         if not found or len(events) < count:
-            raise AssertionError(f"no {name!r} log line (exit {self.proc.poll()}):\n{self.log_path.read_text()[-3000:]}")
+            tail = self.log_path.read_text()[-3000:]
+            raise AssertionError(f"no {name!r} log line (exit {self.proc.poll()}):\n{tail}")
         return events
 
     def wait_ready(self, timeout: float = 30.0) -> None:

@@ -35,7 +35,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def swssd(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=60, input=stdin, env=clean_env())
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=60, input=stdin, env=clean_env()
+    )
 
 
 def ok(*args: str | Path, stdin: str | None = None) -> str:
@@ -103,7 +105,9 @@ async def test_produce_state_pop_then_dump(config: Path) -> None:
         }
         ok("produce", "--db-config", config, "--table", "PORT_TABLE", "del", "Ethernet0")
         assert [(k.key, k.op) for k in await ports.pops()] == [("Ethernet0", "DEL")]
-    assert dump(config, "--table", "PORT_TABLE") == {"PORT_TABLE": {"Ethernet4": {"admin_status": "up", "speed": "40000"}}}
+    assert dump(config, "--table", "PORT_TABLE") == {
+        "PORT_TABLE": {"Ethernet4": {"admin_status": "up", "speed": "40000"}}
+    }
 
 
 async def test_produce_from_jsonl_and_swssconfig_files(config: Path, tmp_path: Path) -> None:
@@ -127,7 +131,9 @@ async def test_produce_from_jsonl_and_swssconfig_files(config: Path, tmp_path: P
     ok("produce", "--db-config", config, "--table", "VLAN_TABLE", "--file", one)
     assert "produced 4 operation(s)" in ok("produce", "--db-config", config, "--file", swssconfig)
     async with await DBConnector.connect("APPL_DB", config) as db:
-        popped = {t: await ConsumerStateTable(db, t).pops() for t in ("PORT_TABLE", "VLAN_TABLE", "ROUTE_TABLE", "INTF_TABLE")}
+        popped = {
+            t: await ConsumerStateTable(db, t).pops() for t in ("PORT_TABLE", "VLAN_TABLE", "ROUTE_TABLE", "INTF_TABLE")
+        }
     routes = sorted((k.key, k.op) for k in popped["ROUTE_TABLE"])
     assert routes == [("10.1.0.0/16", "SET"), ("10.2.0.0/16", "DEL")]
     assert [k.key for k in popped["INTF_TABLE"]] == ["Ethernet0:10.0.0.0/31"]
@@ -151,12 +157,15 @@ async def test_produce_queue_keeps_every_operation_in_order(config: Path) -> Non
     async with await DBConnector.connect("APPL_DB", config) as db:
         got = await ConsumerTable(db, "Q_TABLE").pops()
     assert [(k.key, k.op, k.fvs) for k in got] == [
-        ("k", "SET", [("a", "1")]), ("k", "DEL", []), ("k", "SET", [("a", "2"), ("b", "3")]), ("j", "SET", [("x", "y")]),
+        ("k", "SET", [("a", "1")]), ("k", "DEL", []), ("k", "SET", [("a", "2"), ("b", "3")]),
+        ("j", "SET", [("x", "y")]),
     ]
     assert dump(config) == {"Q_TABLE": {"j": {"x": "y"}, "k": {"a": "2", "b": "3"}}}
 
 
-async def test_config_db_uses_pipe_separator_and_its_database(config: Path, clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+async def test_config_db_uses_pipe_separator_and_its_database(
+    config: Path, clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
     ok("produce", "--db-config", config, "--db", "CONFIG_DB", "--table", "PORT", "set", "Ethernet0", "admin_status=up")
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps([{"VLAN|Vlan10": {"vlanid": "10"}, "OP": "SET"}]))
@@ -191,16 +200,21 @@ def _closed_port_config(tmp_path: Path) -> tuple[Path, int]:
 def test_errors_are_one_line_with_an_exit_status(config: Path, tmp_path: Path) -> None:
     closed, port = _closed_port_config(tmp_path)
     (tmp_path / "bad.jsonl").write_text('{"key": "k", "fvs": {"a": "1"}}\n{"key": "k2", "fvs": {"a": \n')
-    (tmp_path / "bad.json").write_text('[\n  {"PORT_TABLE:Ethernet0": {"speed": "1"}},\n  {"PORT_TABLE:Ethernet4" {}}\n]\n')
+    (tmp_path / "bad.json").write_text(
+        '[\n  {"PORT_TABLE:Ethernet0": {"speed": "1"}},\n  {"PORT_TABLE:Ethernet4" {}}\n]\n'
+    )
     (tmp_path / "broken_config.json").write_text('{"INSTANCES": {}, "DATABASES": {"APPL_DB": {"id": 0}}}')
     cases: list[tuple[list[str | Path], int, list[str]]] = [
-        (["produce", "--db-config", closed, "--table", "T", "set", "k", "a=1"], 1, [f"127.0.0.1:{port}", "redis-server"]),
+        (["produce", "--db-config", closed, "--table", "T", "set", "k", "a=1"], 1,
+         [f"127.0.0.1:{port}", "redis-server"]),
         (["dump", "--db-config", closed], 1, [f"127.0.0.1:{port}"]),
         (["produce", "--db-config", config, "set", "Ethernet0", "speed=1"], 2, ["--table"]),
         (["produce", "--db-config", config, "--table", "T", "--file", tmp_path / "bad.jsonl"], 2, ["bad.jsonl:2"]),
         (["produce", "--db-config", config, "--file", tmp_path / "bad.json"], 2, ["bad.json", "line 3"]),
-        (["produce", "--db-config", config, "--table", "T", "--file", tmp_path / "absent.json"], 2, ["absent.json", "cannot read"]),
-        (["produce", "--db-config", config, "--db", "APP_DB", "--table", "T", "del", "k"], 2, ["APP_DB", "APPL_DB", "CONFIG_DB", "--db"]),
+        (["produce", "--db-config", config, "--table", "T", "--file", tmp_path / "absent.json"], 2,
+         ["absent.json", "cannot read"]),
+        (["produce", "--db-config", config, "--db", "APP_DB", "--table", "T", "del", "k"], 2,
+         ["APP_DB", "APPL_DB", "CONFIG_DB", "--db"]),
         (["dump", "--db-config", tmp_path / "broken_config.json"], 2, ["broken_config.json", "--db-config"]),
         (["dump", "--db-config", tmp_path / "no_such_config.json"], 2, ["no_such_config.json", "--db-config"]),
         (["produce", "--db-config", config, "--table", "T"], 2, ["nothing to produce"]),

@@ -459,7 +459,7 @@ async def test_swsscommon_writes_swssd_listens(
             await writer.call(method, *args)
             config = await writer.call("get_config")
             expected = {t: config.get(t, {}) for t in LISTENED}
-            await writer.until(lambda: {t: fold.view.get(t, {}) for t in LISTENED} == expected)
+            await writer.until(lambda want=expected: {t: fold.view.get(t, {}) for t in LISTENED} == want)
             for table in LISTENED:
                 for key in set(before.get(table, {})) | set(expected[table]):
                     after = expected[table].get(key)
@@ -584,9 +584,11 @@ async def test_swssd_writes_swsscommon_listens(
             for method, args in SWSSD_STEPS:
                 await getattr(cdb, method)(*args)
                 expected = {t: await cdb.get_table(t) for t, _ in subscribed}
-                await theirs.until(lambda: {t: ours.view.get(t, {}) for t, _ in subscribed} == expected)
+                await theirs.until(lambda want=expected: {t: ours.view.get(t, {}) for t, _ in subscribed} == want)
                 await theirs.until(
-                    lambda: {t: fold_lines(cdb, theirs.lines).view.get(t, {}) for t, _ in subscribed} == expected
+                    lambda want=expected: {
+                        t: fold_lines(cdb, theirs.lines).view.get(t, {}) for t, _ in subscribed
+                    } == want
                 )
             their_changes = [json.loads(line)[1:] for line in theirs.lines[initial_lines:]]
     finally:

@@ -189,7 +189,9 @@ async def test_handle_batch_outcomes_per_task(db: DBConnector, db_config: Path, 
         assert len({t.key for t in batch}) == len(batch)  # at most one task per key in a batch
 
 
-async def test_a_batch_gets_the_del_then_the_set_of_one_key(db: DBConnector, db_config: Path, start_daemon: Any) -> None:
+async def test_a_batch_gets_the_del_then_the_set_of_one_key(
+    db: DBConnector, db_config: Path, start_daemon: Any
+) -> None:
     producer = ProducerStateTable(db, "BATCH2", buffered=True)
     await producer.set("k", [("a", "1")])
     await producer.flush()

@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from daemon_harness import DaemonProcess, read_records, write_config
 from swssd import DBConnector, KeyOpFieldsValues, Orch
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.errors import ConfigError
 from swssd.orch.config import config_from_dict
-
-from daemon_harness import DaemonProcess, read_records, write_config
 from test_daemon_core import GatedOrch, eventually, make_config, start_daemon  # noqa: F401 - fixture
 
 MODULE = __name__
@@ -65,7 +64,7 @@ async def test_config_db_table_is_a_subscriber_by_default_and_changes_arrive_in_
     for i in range(20):
         sent = time.monotonic()
         await cfg_db.redis.hset("PORT|Ethernet4", "mtu", str(9000 + i))
-        await eventually(lambda: len(orch.seen) == 2 + i)
+        await eventually(lambda i=i: len(orch.seen) == 2 + i)
         latencies.append(orch.seen[-1][0] - sent)
         assert orch.seen[-1][2] == KeyOpFieldsValues("Ethernet4", "SET", [("mtu", str(9000 + i))])
     latencies.sort()
@@ -316,7 +315,8 @@ def test_unknown_namespace_is_a_config_error_at_start(clean_redis: EmbeddedRedis
         "orchs": [{"plugin": "orch_plugins:RecordingOrch", "options": {"record": str(tmp_path / "r")},
                    "tables": [{"db": "CONFIG_DB", "namespace": "asic7", "table": "PORT"}]}],
     })
-    text = config.read_text().replace("[redis]\n", f"[redis]\ndatabase_global_config = {json.dumps(str(global_path))}\n")
+    setting = f"database_global_config = {json.dumps(str(global_path))}"
+    text = config.read_text().replace("[redis]\n", f"[redis]\n{setting}\n")
     config.write_text(text)
     daemon = DaemonProcess(config, tmp_path / "log.jsonl")
     assert daemon.wait(30) == 2

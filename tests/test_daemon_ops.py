@@ -7,11 +7,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
-
-import pytest
 
 from daemon_harness import TESTS_DIR, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
@@ -75,7 +72,9 @@ async def test_notify_protocol_in_order(clean_redis: EmbeddedRedis, db: DBConnec
     # Data waiting before start: READY=1 only comes once it was drained.
     await ProducerStateTable(db, "OPS_A").set_many([(f"k{i}", [("f", "v")]) for i in range(500)])
     records = tmp_path / "records.jsonl"
-    config = write_config(tmp_path, clean_redis, {"daemon": {"health_interval": 0.2}, "orchs": [recording(records, ["OPS_A"])]})
+    config = write_config(
+        tmp_path, clean_redis, {"daemon": {"health_interval": 0.2}, "orchs": [recording(records, ["OPS_A"])]}
+    )
     notify = NotifySocket(tmp_path / "notify.sock")
     proc = start_daemon(config, tmp_path / "log", {"NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"})
     try:

@@ -187,7 +187,8 @@ async def test_priorities_are_honoured_and_no_table_starves(
         {"db": "APPL_DB", "table": "PRIO_HI", "priority": 10, "pop_batch_size": 50},
         {"db": "APPL_DB", "table": "PRIO_MID", "priority": 5, "pop_batch_size": 50},
     ]
-    daemon = DaemonProcess(write_config(tmp_path, clean_redis, {"orchs": [recording(records_path, tables)]}), tmp_path / "log")
+    config = write_config(tmp_path, clean_redis, {"orchs": [recording(records_path, tables)]})
+    daemon = DaemonProcess(config, tmp_path / "log")
     try:
         daemon.wait_ready()
         model = {(t, f"k{i}"): {"f": "v"} for t in ("PRIO_HI", "PRIO_MID", "PRIO_LO") for i in range(n)}
@@ -293,7 +294,8 @@ async def test_reconcile_rebuilds_state_after_a_restart(
     tables = [{"db": "APPL_DB", "table": "RECON", "reconcile": True}]
     stream = Stream({"RECON": ProducerStateTable(appl, "RECON", buffered=True)}, {"RECON": 300})
     first = tmp_path / "first.jsonl"
-    daemon = DaemonProcess(write_config(tmp_path, clean_redis, {"orchs": [recording(first, tables)]}), tmp_path / "log1")
+    config = write_config(tmp_path, clean_redis, {"orchs": [recording(first, tables)]})
+    daemon = DaemonProcess(config, tmp_path / "log1")
     try:
         daemon.wait_ready()
         await stream.fill()
@@ -360,7 +362,8 @@ async def test_failing_handlers_are_retried_dead_lettered_and_timed_out(
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
-        want = {("TROUBLE", "ok1"), ("TROUBLE", "flaky1"), ("TROUBLE", "wait1")} | {("CALM", f"c{i}") for i in range(50)}
+        want = {("TROUBLE", "ok1"), ("TROUBLE", "flaky1"), ("TROUBLE", "wait1")}
+        want |= {("CALM", f"c{i}") for i in range(50)}
         while not want <= handled() and loop.time() < deadline:
             await asyncio.sleep(0.1)
         assert want <= handled()
@@ -445,7 +448,8 @@ async def test_sighup_reopens_the_log_and_a_second_sigterm_forces_exit(
     config = {
         "logging": {"format": "json", "level": "info", "file": str(log_file)},
         "daemon": {"shutdown_timeout": 60.0},
-        "orchs": [{**recording(tmp_path / "r.jsonl", [{"db": "APPL_DB", "table": "HUP"}], plugin="orch_plugins:TroubleOrch"),
+        "orchs": [{**recording(tmp_path / "r.jsonl", [{"db": "APPL_DB", "table": "HUP"}],
+                               plugin="orch_plugins:TroubleOrch"),
                    "retry": {"handler_timeout": 120.0}}],
     }
     daemon = DaemonProcess(write_config(tmp_path, clean_redis, config), tmp_path / "stderr")

@@ -41,7 +41,7 @@ def orch_of(daemon: Daemon) -> KeepingOrch:
 
 
 async def test_one_bad_queue_entry_among_1000_costs_that_entry(
-    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+    db: DBConnector, db_config: Path, start_daemon: Any
 ) -> None:
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("PQ", kind="queue")]}])
     producer = ProducerTable(db, "PQ", buffered=True)
@@ -65,7 +65,7 @@ async def test_one_bad_queue_entry_among_1000_costs_that_entry(
     assert not [e for e in logs if "unreachable" in e["event"]]
 
 
-async def test_wrong_type_staging_key_costs_that_key(db: DBConnector, db_config: Path, start_daemon: Any) -> None:  # noqa: F811
+async def test_wrong_type_staging_key_costs_that_key(db: DBConnector, db_config: Path, start_daemon: Any) -> None:
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("PORT_TABLE")]}])
     await ProducerStateTable(db, "PORT_TABLE").set_many([(f"Ethernet{i}", [("mtu", "9100")]) for i in range(100)])
     await db.redis.delete("_PORT_TABLE:x")
@@ -80,7 +80,7 @@ async def test_wrong_type_staging_key_costs_that_key(db: DBConnector, db_config:
 
 
 async def test_wrong_type_key_set_pauses_that_table_only_until_fixed(
-    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+    db: DBConnector, db_config: Path, start_daemon: Any
 ) -> None:
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch",
                                       "tables": [table("BROKEN"), table("FINE", kind="queue")]}])
@@ -102,7 +102,7 @@ async def test_wrong_type_key_set_pauses_that_table_only_until_fixed(
 
 
 async def test_a_second_daemon_with_the_same_instance_is_refused(
-    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+    db: DBConnector, db_config: Path, start_daemon: Any
 ) -> None:
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("LEASED")]}])
     first = await start_daemon(config)
@@ -116,7 +116,7 @@ async def test_a_second_daemon_with_the_same_instance_is_refused(
 
 
 async def test_shutdown_keeps_what_it_could_not_finish_and_the_next_start_runs_it_first(
-    db: DBConnector, db_config: Path  # noqa: F811
+    db: DBConnector, db_config: Path
 ) -> None:
     tables = [table("HELD", reconcile=True), table("HELDQ", kind="queue")]
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables}],
@@ -217,7 +217,7 @@ def test_second_daemon_of_one_instance_exits_2_with_one_line(clean_redis: Embedd
 
 
 async def test_a_task_held_back_for_ever_does_not_grow_the_record(
-    db: DBConnector, db_config: Path, start_daemon: Any  # noqa: F811
+    db: DBConnector, db_config: Path, start_daemon: Any
 ) -> None:
     config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch",
                                       "tables": [table("HOLDQ", kind="queue", pop_batch_size=1)]}])

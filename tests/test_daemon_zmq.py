@@ -19,11 +19,11 @@ from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from swssd import DBConnector, Table
 from swssd.capture.format import KINDS
 from swssd.embedded_redis import EmbeddedRedis
-from swssd.orch.config import config_from_dict
 from swssd.errors import ConfigError
+from swssd.fields import KeyOpFieldsValues
+from swssd.orch.config import config_from_dict
 from swssd.zmq import ZmqClient, ZmqProducerStateTable
 from swssd.zmq.serializer import serialize
-from swssd.fields import KeyOpFieldsValues
 
 KEYS = [f"10.{i}.0.0/16" for i in range(40)] + ["fe80::1:x|y", "é"]
 
@@ -70,7 +70,7 @@ async def send_changes(producer: ZmqProducerStateTable, rng: random.Random, coun
 def check_order(records: list, table: str) -> None:
     """Per key and field, every handled value is newer than the one handled before it."""
     last: dict[tuple[str, str], int] = {}
-    for t, key, op, fvs in records:
+    for t, key, _op, fvs in records:
         if t != table:
             continue
         for field, value in fvs:
@@ -188,7 +188,7 @@ def test_an_endpoint_in_use_is_one_line_and_exit_2(clean_redis: EmbeddedRedis, t
     ],
 )
 def test_zmq_table_config_errors_name_the_field(table: dict, problem: str) -> None:
-    with pytest.raises(ConfigError, match="orchs.0.tables.0") as info:
+    with pytest.raises(ConfigError, match=r"orchs\.0\.tables\.0") as info:
         config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [table]}]}, "swssd.toml")
     assert problem in str(info.value)
 

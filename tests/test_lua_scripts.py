@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Table
-from swssd import lua
+from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Table, lua
 from swssd.embedded_redis import EmbeddedRedis
 
 # The SHA1s of issue 2 / the seed traces.

@@ -19,12 +19,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.notification_consumer import NotificationConsumer
 from swssd.notification_producer import NotificationProducer, encode_notification
-
-from cpp_build import build_driver
 from test_notification import MALFORMED, TOLERATED
 
 CHANNEL = "NOTIFICATIONS"

@@ -54,16 +54,21 @@ def test_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", kind = "stream"'), "orchs.0.tables.0.kind", "'state', 'queue', 'subscriber', 'notification' or 'zmq'"),
-        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", pop_batch_size = 0'), "orchs.0.tables.0.pop_batch_size", "greater than or equal to 1"),
+        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", kind = "stream"'), "orchs.0.tables.0.kind",
+         "'state', 'queue', 'subscriber', 'notification' or 'zmq'"),
+        (GOOD.replace('table = "PORT_TABLE"', 'table = "P", pop_batch_size = 0'), "orchs.0.tables.0.pop_batch_size",
+         "greater than or equal to 1"),
         (GOOD.replace('table = "PORT_TABLE"', 'tabel = "P"'), "orchs.0.tables.0.table", "required"),
         (GOOD + "[retry]\nmax_attempts = 0\n", "retry.max_attempts", "greater than or equal to 1"),
         (GOOD + "[daemon]\nshutdown_timout = 3\n", "daemon.shutdown_timout", "Extra inputs"),
-        (GOOD.replace('url = "redis://127.0.0.1:6379"', 'url = "redis://x"\ndatabase_config = "d.json"'), "redis", "not both"),
+        (GOOD.replace('url = "redis://127.0.0.1:6379"', 'url = "redis://x"\ndatabase_config = "d.json"'), "redis",
+         "not both"),
         (GOOD + '[logging]\nlevel = "loud"\n', "logging.level", "'debug'"),
         ('[redis]\nurl = "redis://x"\n', "orchs", "required"),
-        (GOOD + '[[orchs]]\nplugin = "route"\ntables = [{table = "PORT_TABLE"}]\n', "orchs.1.tables.0.table", "already consumed by orchs.0"),
-        (GOOD.replace('{table = "PORT_TABLE"}', '{table = "A"}, {table = "A", db = "STATE_DB"}'), "orchs.0.tables.1.table", "listed twice"),
+        (GOOD + '[[orchs]]\nplugin = "route"\ntables = [{table = "PORT_TABLE"}]\n', "orchs.1.tables.0.table",
+         "already consumed by orchs.0"),
+        (GOOD.replace('{table = "PORT_TABLE"}', '{table = "A"}, {table = "A", db = "STATE_DB"}'),
+         "orchs.0.tables.1.table", "listed twice"),
     ],
 )
 def test_errors_name_file_and_field(tmp_path: Path, text: str, field: str, words: str) -> None:

@@ -53,13 +53,17 @@ def test_del_set_set_new_values() -> None:
 
 def test_del_set_set_new_fields_moves_rewritten_field_last() -> None:
     # consumer_ut.cpp ConsumerAddToSync_Del_Set_Setnew1: field1 is erased and appended.
-    expected = KeyOpFieldsValues(K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")])
+    expected = KeyOpFieldsValues(
+        K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")]
+    )
     assert pending_of(DEL, SET_A, SET_NEW) == [DEL, expected]
 
 
 def test_set_set_merges() -> None:
     merged = pending_of(SET_A, SET_NEW)
-    assert merged == [KeyOpFieldsValues(K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")])]
+    assert merged == [
+        KeyOpFieldsValues(K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")])
+    ]
 
 
 def test_del_del_is_one_del() -> None:
@@ -89,7 +93,9 @@ def test_take_then_new_data_then_put_back_merges_behind_the_failed_task() -> Non
     entry.attempts = 2
     p.add(SET_NEW)  # arrives while SET_A is being handled
     p.put_back(entry)  # SET_A failed: it stays first, the new data merges into it
-    assert p.tasks() == [KeyOpFieldsValues(K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")])]
+    assert p.tasks() == [
+        KeyOpFieldsValues(K, SET_COMMAND, [("field2", "value2_a"), ("field1", "value1_b"), ("field3", "value3_a")])
+    ]
     assert p.head(K).attempts == 2  # type: ignore[union-attr]
 
 

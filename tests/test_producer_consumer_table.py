@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from monitor import monitoring
-
 from swssd import ConsumerTable, DBConnector, KeyOpFieldsValues, ProducerTable, Table
 from swssd.embedded_redis import EmbeddedRedis
 

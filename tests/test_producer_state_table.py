@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from monitor import monitoring, script_runs
 
+from monitor import monitoring, script_runs
 from swssd import ConsumerStateTable, DBConnector, ProducerStateTable, Table, TempViewError
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET

@@ -14,7 +14,15 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from swssd import ConsumerStateTable, ConsumerTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, ProducerTable, Table
+from swssd import (
+    ConsumerStateTable,
+    ConsumerTable,
+    DBConnector,
+    KeyOpFieldsValues,
+    ProducerStateTable,
+    ProducerTable,
+    Table,
+)
 from swssd.orch.pending import PendingMap
 from swssd.orch.reliable_pop import DEAD_CAP, Batch, ReliablePop, dead_key, inflight_key
 

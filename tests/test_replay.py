@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import importlib.util
+import itertools
 import json
 import random
 import re
@@ -16,9 +17,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-from swssd import (  # noqa: E402
+from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
+from swssd import (
     ConsumerStateTable,
     DBConnector,
     KeyOpFieldsValues,
@@ -27,13 +29,11 @@ from swssd import (  # noqa: E402
     SubscriberStateTable,
     Table,
 )
-from swssd.capture import CaptureWriter, iso_ts  # noqa: E402
-from swssd.replay.cli import main  # noqa: E402
-from swssd.replay.fold import fold_state, select_events  # noqa: E402
-from swssd.replay.inputs import InputOptions, load  # noqa: E402
-from swssd.replay.timeparse import parse_instant  # noqa: E402
-
-from fixtures.spark_session import SPARK_ARGS, spark  # noqa: E402,F401
+from swssd.capture import CaptureWriter, iso_ts
+from swssd.replay.cli import main
+from swssd.replay.fold import fold_state, select_events
+from swssd.replay.inputs import InputOptions, load
+from swssd.replay.timeparse import parse_instant
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swss_rec" / "sw-leaf1"
 
@@ -102,7 +102,9 @@ def test_rec_fixture_replays_to_expected_state(
     assert by_table(rows) == EXPECTED_END
     printed = capsys.readouterr().out
     assert "read 27 lines: 19 events, 3 'recording started' markers, 1 blank, 4 rejected" in printed
-    rejects = [json.loads(line) for f in sorted((out / "rejects").glob("*.json")) for line in f.read_text().splitlines()]
+    rejects = [
+        json.loads(line) for f in sorted((out / "rejects").glob("*.json")) for line in f.read_text().splitlines()
+    ]
     assert sorted((r["value"], r["reason"]) for r in rejects) == sorted([
         ("core dumped while writing 2026-03-01.10:05:0", "no swss.rec timestamp"),
         ("2026-03-01.10:05:05.00", "no swss.rec timestamp"),
@@ -165,7 +167,8 @@ def test_stats_numbers(spark: SparkSession, rec_dir: Path, tmp_path: Path,
     route, port = tables["ROUTE_TABLE"], tables["PORT_TABLE"]
     assert (route["events"], route["sets"], route["dels"], route["distinct_keys"]) == (6, 4, 2, 2)
     assert (route["peak_per_minute"], route["active_minutes"], route["events_per_minute"]) == (3, 3, 0.6)
-    assert (port["events"], port["sets"], port["dels"], port["distinct_keys"], port["peak_per_minute"]) == (6, 6, 0, 3, 2)
+    assert (port["events"], port["sets"], port["dels"], port["distinct_keys"]) == (6, 6, 0, 3)
+    assert port["peak_per_minute"] == 2
     assert tables["QUEUE"]["db"] == "CONFIG_DB" and (tables["QUEUE"]["sets"], tables["QUEUE"]["dels"]) == (2, 1)
     assert sum(r["events"] for r in tables.values()) == 19
     keys = spark.read.parquet(str(out / "stats" / "keys")).orderBy("events", "dels", ascending=False)
@@ -279,7 +282,7 @@ async def test_swssd_capture_replays_exactly_what_redis_holds(
                                          for _ in range(rng.randint(1, 3))])
         popped = await _drain(consumer)
         saw_del_then_set |= any(a.op == "DEL" and b.op == "SET" and a.key == b.key
-                                for a, b in zip(popped, popped[1:]))
+                                for a, b in itertools.pairwise(popped))
         writer.record("APPL_DB", "ROUTE_TABLE", ":", popped)
         if rnd == 3:
             writer.record("APPL_DB", "ROUTE_TABLE", ":", [KeyOpFieldsValues("k0", "SET", [("junk", "1")])],

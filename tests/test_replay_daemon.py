@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import json
 import random
 import time
@@ -22,15 +23,14 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-from daemon_harness import DaemonProcess, read_records, wait_until, write_config  # noqa: E402
-from swssd import DBConnector, NotificationProducer, ProducerStateTable, Table  # noqa: E402
-from swssd.capture import iso_ts  # noqa: E402
-from swssd.embedded_redis import EmbeddedRedis  # noqa: E402
-from swssd.replay.cli import main  # noqa: E402
-
-from fixtures.spark_session import SPARK_ARGS, spark  # noqa: E402,F401
+from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
+from swssd import DBConnector, NotificationProducer, ProducerStateTable, Table
+from swssd.capture import iso_ts
+from swssd.embedded_redis import EmbeddedRedis
+from swssd.replay.cli import main
 
 APPL_TABLES = ["E2E_PORT", "E2E_ROUTE"]
 STATE_TABLE = "E2E_STATE"  # STATE_DB, '|' separator, consumed as a key-set (kind "state") table
@@ -82,7 +82,7 @@ def nonempty(state: dict) -> dict:
 
 
 async def test_daemon_capture_replays_to_the_redis_tables(
-    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path  # noqa: F811
+    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path
 ) -> None:
     capture = tmp_path / "capture"
     config = {
@@ -116,7 +116,7 @@ async def test_daemon_capture_replays_to_the_redis_tables(
     records = [json.loads(line) for line in (capture / "swssd.capture.jsonl").read_text().splitlines()]
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     assert any(a["op"] == "DEL" and b["op"] == "SET" and a["key"] == b["key"] and a["ts"] == b["ts"]
-               for a, b in zip(records, records[1:])), "no delete-then-set in one pop: the test lost its point"
+               for a, b in itertools.pairwise(records)), "no delete-then-set in one pop: the test lost its point"
 
     out = tmp_path / "out"
     jsonl = str(capture / "swssd.capture.jsonl*")
@@ -164,7 +164,7 @@ def merged(records: list[dict]) -> dict:  # type: ignore[type-arg]
 
 
 async def test_daemon_capture_of_subscriber_tables_and_notifications_replays_exactly(
-    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path  # noqa: F811
+    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path
 ) -> None:
     """Plain hash writes with HDELs on a CONFIG_DB table and notifications on a channel, consumed
     by `swssd run`: replay state equals the live table (no HDEL'd field comes back), notifications
@@ -248,7 +248,7 @@ async def test_daemon_capture_of_subscriber_tables_and_notifications_replays_exa
 
 
 async def test_daemon_capture_of_a_zmq_table_replays_as_its_persisted_table(
-    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path  # noqa: F811
+    spark: SparkSession, clean_redis: EmbeddedRedis, tmp_path: Path
 ) -> None:
     """A zmq table with db_persistence, consumed by `swssd run`: a ZMQ SET carries the fields the
     producer set and C++ persistence makes them the whole entry, so replay state equals the

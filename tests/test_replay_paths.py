@@ -17,7 +17,7 @@ def touch(path: Path, text: str = "x\n") -> Path:
 
 def test_swss_rec_beside_a_jsonl_capture_is_left_out_and_named(tmp_path: Path) -> None:
     d = tmp_path / "sw1"
-    jsonl = [touch(d / "swssd.capture.jsonl"), touch(d / "swssd.capture.jsonl.1"), touch(d / "swssd.capture.jsonl.2.gz")]
+    jsonl = [touch(d / name) for name in ("swssd.capture.jsonl", "swssd.capture.jsonl.1", "swssd.capture.jsonl.2.gz")]
     for name in ("swss.rec", "swss.rec.1", "swss.rec.2.gz"):
         touch(d / name)
     # the README's glob pair, and the directory itself: the same answer

@@ -4,6 +4,7 @@ a promptly read subscription, reconnects and removal (issue 2, must-hold 4 and 5
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -282,7 +283,7 @@ async def test_equal_priorities_alternate_while_both_stay_busy(db: DBConnector, 
     finally:
         refill.cancel()
     assert set(served) == {a, b}
-    assert all(x is not y for x, y in zip(served, served[1:])), [t.name for t in served]
+    assert all(x is not y for x, y in itertools.pairwise(served)), [t.name for t in served]
 
 
 async def test_lower_priority_is_served_within_the_starvation_limit(db: DBConnector) -> None:

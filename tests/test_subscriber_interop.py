@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
+from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select, SubscriberStateTable, Table
 from swssd.configdb import ConfigDBConnector
 from swssd.embedded_redis import EmbeddedRedis
-
-from cpp_build import build_driver
 
 TABLE = "INTEROP_PORT"
 WAIT = 30.0
@@ -152,7 +151,9 @@ async def test_swssd_writers_to_cpp_subscriber(driver: Path, cfg: DBConnector, d
     await swssd_writes(cfg, ops)
     out, _ = await asyncio.wait_for(consumer.communicate(), 120)
     assert consumer.returncode == 0
-    got = [KeyOpFieldsValues(k, op, [tuple(fv) for fv in fvs]) for k, op, fvs in map(json.loads, out.decode().splitlines())]
+    got = [
+        KeyOpFieldsValues(k, op, [tuple(fv) for fv in fvs]) for k, op, fvs in map(json.loads, out.decode().splitlines())
+    ]
     state: dict[str, dict[str, str]] = {}
     fold(state, got)
     final = await final_table(cfg)
@@ -171,7 +172,9 @@ async def test_list_fields_reach_cpp_and_swssd_cut_alike(driver: Path, cfg: DBCo
     sst = SubscriberStateTable(cfg, TABLE)
     sel = Select()
     await sel.add(sst)
-    await ConfigDBConnector(cfg).set_entry(TABLE, "PortChannel1", {"members": ["Ethernet0", "Ethernet4"], "mtu": "9100"})
+    await ConfigDBConnector(cfg).set_entry(
+        TABLE, "PortChannel1", {"members": ["Ethernet0", "Ethernet4"], "mtu": "9100"}
+    )
     out, _ = await asyncio.wait_for(consumer.communicate(), WAIT)
     cpp = [json.loads(line) for line in out.decode().splitlines()]
     ours: list[KeyOpFieldsValues] = []

@@ -133,7 +133,7 @@ async def test_table(conn: DBConnector) -> None:
 
 async def test_apply_temp_view(conn: DBConnector) -> None:
     t = Table(conn, "TXT")
-    old_fvs = FVS[:3] + [("dropped field ✓", "x")]
+    old_fvs = [*FVS[:3], ("dropped field ✓", "x")]
     for key in KEYS[:6]:
         await t.set(key, old_fvs)
     await t.set("unchanged ✓", FVS)

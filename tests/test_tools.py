@@ -12,7 +12,8 @@ from swssd.tools.produce import Operation, OperationError, parse_document, parse
 
 
 def test_parse_words() -> None:
-    ops = parse_words(["set", "Ethernet0", "speed=100000", "mtu=9100", "del", "Ethernet4", "set", "E8", "a=b=c"], "PORT_TABLE")
+    words = ["set", "Ethernet0", "speed=100000", "mtu=9100", "del", "Ethernet4", "set", "E8", "a=b=c"]
+    ops = parse_words(words, "PORT_TABLE")
     assert ops == [
         Operation("PORT_TABLE", "SET", "Ethernet0", [("speed", "100000"), ("mtu", "9100")]),
         Operation("PORT_TABLE", "DEL", "Ethernet4", []),
@@ -63,7 +64,8 @@ def test_jsonl_values_may_hold_unicode_line_separators() -> None:
 
 
 async def test_produce_state_then_dump_round_trip(db: DBConnector) -> None:
-    ops = parse_words(["set", "Ethernet0", "speed=100000", "alias=etp1", "set", "Ethernet4", "speed=40000"], "PORT_TABLE")
+    words = ["set", "Ethernet0", "speed=100000", "alias=etp1", "set", "Ethernet4", "speed=40000"]
+    ops = parse_words(words, "PORT_TABLE")
     ops += parse_document(json.dumps([{"ROUTE_TABLE:10.0.0.0/8": {"nexthop": "1.1.1.1"}, "OP": "SET"}]), None, ":", "r")
     assert await produce(db, ops) == 3
     consumer = ConsumerStateTable(db, "PORT_TABLE")
@@ -90,7 +92,9 @@ async def test_produce_queue_keeps_order(db: DBConnector) -> None:
     ops = parse_words(["set", "k", "a=1", "del", "k", "set", "k", "a=2"], "Q")
     await produce(db, ops, kind="queue")
     got = await ConsumerTable(db, "Q").pops()
-    assert [(k.key, k.op, k.fvs) for k in got] == [("k", "SET", [("a", "1")]), ("k", "DEL", []), ("k", "SET", [("a", "2")])]
+    assert [(k.key, k.op, k.fvs) for k in got] == [
+        ("k", "SET", [("a", "1")]), ("k", "DEL", []), ("k", "SET", [("a", "2")]),
+    ]
 
 
 async def test_dump_pipe_separator(unix_db: DBConnector) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from monitor import MonitorLine, monitoring, parse_line, script_runs
 
+from monitor import MonitorLine, monitoring, parse_line, script_runs
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Table
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import CST_POPS, CT_POPS, PST_APPLY_VIEW, PST_CLEAR, PST_SET, PT_ENQUEUE, TABLE_DUMP
@@ -26,7 +26,7 @@ SET_TRACE = """\
 1665211803.270255 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY0" "key0" "value0"
 1665211803.270271 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY0" "key1" "value1"
 1665211803.270282 [0 lua] "PUBLISH" "PSEUDOTABLE_CHANNEL@0" "G"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 BATCHED_SET_TRACE = """\
 1665222210.783518 [0 127.0.0.1:57046] "EVALSHA" "bc885d7acbeaba07a97ca9fa2cae169a5d63270a" "5" "PSEUDOTABLE_CHANNEL@0" "PSEUDOTABLE_KEY_SET" "_PSEUDOTABLE:" "ENTRY1" "ENTRY2" "G" "2" "key0" "value0" "key1" "value1" "2" "key0" "value0" "key1" "value1"
@@ -37,14 +37,14 @@ BATCHED_SET_TRACE = """\
 1665222210.783618 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY2" "key0" "value0"
 1665222210.783629 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY2" "key1" "value1"
 1665222210.783639 [0 lua] "PUBLISH" "PSEUDOTABLE_CHANNEL@0" "G"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 DEL_TRACE = """\
 1665220278.129774 [0 127.0.0.1:51858] "EVALSHA" "88ba6312b8de850b3506966425174d8899aadd93" "4" "PSEUDOTABLE_CHANNEL@0" "PSEUDOTABLE_KEY_SET" "_PSEUDOTABLE:ENTRY0" "PSEUDOTABLE_DEL_SET" "G" "ENTRY0" "''" "''"
 1665220278.129793 [0 lua] "SADD" "PSEUDOTABLE_KEY_SET" "ENTRY0"
 1665220278.129797 [0 lua] "SADD" "PSEUDOTABLE_DEL_SET" "ENTRY0"
 1665220278.129815 [0 lua] "DEL" "_PSEUDOTABLE:ENTRY0"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 BATCHED_DEL_TRACE = """\
 1665222210.783733 [0 127.0.0.1:57046] "EVALSHA" "c6025eb92295c3a694dcac788ed80401da2cee95" "6" "PSEUDOTABLE_CHANNEL@0" "PSEUDOTABLE_KEY_SET" "PSEUDOTABLE_DEL_SET" "_PSEUDOTABLE:" "ENTRY1" "ENTRY2" "G"
@@ -54,7 +54,7 @@ BATCHED_DEL_TRACE = """\
 1665222210.783775 [0 lua] "SADD" "PSEUDOTABLE_KEY_SET" "ENTRY2"
 1665222210.783779 [0 lua] "SADD" "PSEUDOTABLE_DEL_SET" "ENTRY2"
 1665222210.783788 [0 lua] "DEL" "_PSEUDOTABLE:ENTRY2"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 CLEAR_TRACE = """\
 1665223712.734171 [0 127.0.0.1:60272] "EVALSHA" "a7a229c9946f655aebc07e29d5e4d8ff5055ded8" "3" "PSEUDOTABLE_KEY_SET" "_PSEUDOTABLE" "PSEUDOTABLE_DEL_SET"
@@ -63,7 +63,7 @@ CLEAR_TRACE = """\
 1665223712.734224 [0 lua] "DEL" "_PSEUDOTABLE:ENTRY2"
 1665223712.734235 [0 lua] "DEL" "_PSEUDOTABLE:ENTRY1"
 1665223712.734244 [0 lua] "DEL" "PSEUDOTABLE_DEL_SET"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 APPLY_VIEW_TRACE = """\
 1665230361.912064 [0 127.0.0.1:47872] "EVALSHA" "d2494885834676988130076bc645ab8fdee3a1ec" "5" "PSEUDOTABLE_CHANNEL@0" "PSEUDOTABLE_KEY_SET" "PSEUDOTABLE_DEL_SET" "_PSEUDOTABLE:ENTRY0" "_PSEUDOTABLE:ENTRY3" "G" "4" "ENTRY0" "ENTRY1" "ENTRY2" "ENTRY3" "3" "ENTRY0" "ENTRY1" "ENTRY2" "3" "key0" "value0" "key1" "value11" "key3" "value3" "2" "key0" "value0" "key1" "value1"
@@ -80,7 +80,7 @@ APPLY_VIEW_TRACE = """\
 1665230361.912207 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY3" "key0" "value0"
 1665230361.912219 [0 lua] "HSET" "_PSEUDOTABLE:ENTRY3" "key1" "value1"
 1665230361.912229 [0 lua] "PUBLISH" "PSEUDOTABLE_CHANNEL@0" "G"
-"""
+"""  # noqa: E501 - verbatim redis MONITOR lines of the seed traces
 
 ALL_TRACES = [SET_TRACE, BATCHED_SET_TRACE, DEL_TRACE, BATCHED_DEL_TRACE, CLEAR_TRACE, APPLY_VIEW_TRACE]
 

@@ -23,12 +23,11 @@ import pytest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select, Table
 from swssd.embedded_redis import EmbeddedRedis
 from swssd.zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
 from swssd.zmq.serializer import deserialize, serialize
-
-from cpp_build import build_driver
 
 KFV = KeyOpFieldsValues
 CHANGES = 100_000
@@ -87,7 +86,8 @@ def random_ops(seed: int, count: int, keys: int = 2000) -> list[list[Any]]:
         made += 1
         if deletes and rng.random() < 0.15:
             return [key, "DEL", []]
-        fvs = [["seq", str(made)]] + [[f"f{j}{rng.choice(TEXTS)}", f"{rng.choice(TEXTS)}{made}"] for j in range(rng.randint(0, 7))]
+        fvs = [["seq", str(made)]]
+        fvs += [[f"f{j}{rng.choice(TEXTS)}", f"{rng.choice(TEXTS)}{made}"] for j in range(rng.randint(0, 7))]
         return [key, "HSET" if rng.random() < 0.05 else "SET", fvs]
 
     ops: list[list[Any]] = []
@@ -173,7 +173,9 @@ async def test_serializer_bytes_equal_cpp(driver: Path) -> None:
     for n in range(60):
         ops = random_ops(n, rng.randint(1, 40), keys=30)
         inputs.append((rng.choice(["APPL_DB", "Ü_DB"]), rng.choice(TEXTS) + "T", sent_changes(ops)))
-    lines = "".join(json.dumps([d, t, [[k, o, [list(fv) for fv in fvs]] for k, o, fvs in c]]) + "\n" for d, t, c in inputs)
+    lines = "".join(
+        json.dumps([d, t, [[k, o, [list(fv) for fv in fvs]] for k, o, fvs in c]]) + "\n" for d, t, c in inputs
+    )
     proc = await asyncio.create_subprocess_exec(
         str(driver), "serialize", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 24
     )
@@ -295,7 +297,9 @@ async def test_swssd_producer_to_cpp_consumer(driver: Path, appl: DBConnector, d
 # -- a C++ consumer killed and started again while the swssd producer sends ---------------------
 
 
-async def test_cpp_consumer_restarted_while_swssd_producer_sends(driver: Path, appl: DBConnector, db_config: Path, tmp_path: Path) -> None:
+async def test_cpp_consumer_restarted_while_swssd_producer_sends(
+    driver: Path, appl: DBConnector, db_config: Path, tmp_path: Path
+) -> None:
     """SIGKILL the C++ consumer: the swssd producer keeps sending without blocking the loop or
     failing, and the next C++ consumer on the endpoint gets what was queued meanwhile and what
     follows, in order (libzmq's client queue, as for the C++ client with the same options)."""

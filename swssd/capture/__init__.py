@@ -1,6 +1,6 @@
 """Capture files: every task swssd consumes, as JSON Lines (lossless) and optionally as swss.rec."""
 
-from .format import KINDS, CaptureKind, CapturedTask, iso_ts, jsonl_line, rec_line, rec_started_line
+from .format import KINDS, CapturedTask, CaptureKind, iso_ts, jsonl_line, rec_line, rec_started_line
 from .writer import REC_FILE_NAME, CaptureWriter
 
 __all__ = [

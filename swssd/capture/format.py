@@ -31,13 +31,13 @@ table entries.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from datetime import datetime, timedelta, timezone
 from typing import Literal, NamedTuple, get_args
 
 from ..schema import REC_STARTED
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 CaptureKind = Literal["state", "queue", "subscriber", "notification", "zmq"]

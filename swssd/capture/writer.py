@@ -24,7 +24,7 @@ import structlog
 
 from ..fields import KeyOpFieldsValues
 from ..files import reason
-from .format import KINDS, CaptureKind, CapturedTask, jsonl_line, rec_line, rec_started_line
+from .format import KINDS, CapturedTask, CaptureKind, jsonl_line, rec_line, rec_started_line
 from .rotating import RotatingFile
 
 log = structlog.get_logger(__name__)

@@ -40,8 +40,8 @@ from ..metrics import serve as serve_metrics
 from ..metrics_server import MetricsServer
 from ..scan import read_table
 from ..sdnotify import SystemdNotifier
-from ..selector import Select
 from ..selectable import Selectable
+from ..selector import Select
 from ..zmq import ZmqConsumerStateTable, ZmqServer
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig

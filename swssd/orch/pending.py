@@ -29,7 +29,7 @@ from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 class Entry:
     """A pending task and its retry state."""
 
-    __slots__ = ("task", "slot", "attempts", "not_before", "retry_epoch", "reason", "seq")
+    __slots__ = ("attempts", "not_before", "reason", "retry_epoch", "seq", "slot", "task")
 
     def __init__(self, task: KeyOpFieldsValues, seq: int | None = None) -> None:
         self.task = task

@@ -46,8 +46,15 @@ class TableStats:
     """Counters of one table, read by logs, the demo and the metrics."""
 
     __slots__ = (
-        "popped", "handled", "retried", "failed", "dead_lettered", "handler_seconds", "latency_counts",
-        "set_aside", "pop_errors",
+        "dead_lettered",
+        "failed",
+        "handled",
+        "handler_seconds",
+        "latency_counts",
+        "pop_errors",
+        "popped",
+        "retried",
+        "set_aside",
     )
 
     def __init__(self) -> None:
@@ -329,7 +336,7 @@ class TableWorker:
                 raise
             self._fail(entry, _TimedOut(self.runtime.retry.handler_timeout), timed_out=True)
             return False
-        except Exception as exc:  # noqa: BLE001 - a plugin's failure must not end the daemon
+        except Exception as exc:  # a plugin's failure must not end the daemon
             self._fail(entry, exc, timed_out=False)
             return False
         finally:
@@ -354,7 +361,7 @@ class TableWorker:
                     self.pending.put_back(entry)
                 raise
             outcomes = [_TimedOut(self.runtime.retry.handler_timeout)] * len(entries)
-        except Exception as exc:  # noqa: BLE001 - applies to the whole batch
+        except Exception as exc:  # a plugin's failure must not end the daemon; applies to the whole batch
             outcomes = [exc] * len(entries)
         finally:
             self._end()

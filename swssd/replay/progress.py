@@ -58,6 +58,6 @@ class Progress:
         while not self._done.is_set():
             try:
                 print(self.line(), file=self.stream, flush=True)
-            except Exception:  # noqa: BLE001 - a progress line is never worth failing the job
+            except Exception:  # a progress line is never worth failing the job
                 return
             self._done.wait(self.interval)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def cell(value: object) -> str:
@@ -11,7 +11,7 @@ def cell(value: object) -> str:
         return "-"
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(UTC).replace(tzinfo=None)
         return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if isinstance(value, Mapping):
         return " ".join(f"{k}={v}" for k, v in sorted(value.items()))

@@ -72,5 +72,5 @@ def _quiet(spark: SparkSession) -> None:
         level = jvm.org.apache.logging.log4j.Level.ERROR
         for name in _NOISY_LOGGERS:
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
-    except Exception:  # noqa: BLE001 - only log levels; a different logging backend is fine
+    except Exception:  # only log levels; a different logging backend is fine
         pass

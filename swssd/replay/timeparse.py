@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _REC_FORM = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)$")
@@ -12,7 +12,7 @@ _REC_FORM = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)
 def zone(name: str) -> ZoneInfo | timezone:
     """A zone by IANA name ('UTC', 'Europe/Paris'), with a readable error."""
     if name.upper() in ("UTC", "Z"):
-        return timezone.utc
+        return UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -37,5 +37,5 @@ def parse_instant(text: str, tz_name: str = "UTC") -> int:
         ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=zone(tz_name))
-    delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = dt - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds

@@ -19,7 +19,6 @@ from ..table import TableDump
 from .connect import add_connection_arguments, connect_from_args
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("--table", action="append", metavar="TABLE",

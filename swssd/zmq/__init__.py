@@ -16,11 +16,11 @@ from .serializer import (
 from .sockets import ORCH_ZMQ_PORT, ZmqClient, ZmqSendError, ZmqServer
 
 __all__ = [
-    "AsyncDBUpdater",
     "MAX_MESSAGE_SIZE",
+    "ORCH_ZMQ_PORT",
+    "AsyncDBUpdater",
     "MalformedMessageError",
     "MessageTooLargeError",
-    "ORCH_ZMQ_PORT",
     "ZmqClient",
     "ZmqConsumerStateTable",
     "ZmqMessageError",

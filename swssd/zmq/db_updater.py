@@ -138,7 +138,10 @@ class AsyncDBUpdater:
                 except CONNECTION_ERRORS as exc:
                     delay = backoff.next()
                     log.warning(
-                        "db persistence: Redis unreachable; retrying", table=self.table_name, error=str(exc), delay=delay
+                        "db persistence: Redis unreachable; retrying",
+                        table=self.table_name,
+                        error=str(exc),
+                        delay=delay,
                     )
                     await asyncio.sleep(delay)
             backoff.reset()

@@ -268,7 +268,8 @@ def _read_known(data: bytes, shape: _Shape) -> tuple[str, str, list[KeyOpFieldsV
             return None
         if fields:
             end = i + 2 + 2 * fields
-            out.append(new(KeyOpFieldsValues, (strings[i], SET_COMMAND, list(zip(strings[i + 2:end:2], strings[i + 3:end:2])))))
+            fvs = list(zip(strings[i + 2:end:2], strings[i + 3:end:2]))
+            out.append(new(KeyOpFieldsValues, (strings[i], SET_COMMAND, fvs)))
         else:
             out.append(new(KeyOpFieldsValues, (strings[i], DEL_COMMAND, [])))
     return strings[0], strings[1], out
@@ -384,7 +385,8 @@ def _split(data: bytes, size: int, n: int) -> None:
         end = pos + SIZE_T + unpack_from(data, pos)[0]
         if end > size:
             raise MalformedMessageError(
-                f"string {i + 1} of {n} is {end - pos - SIZE_T} bytes at byte {pos + SIZE_T}, past the end ({size} bytes)"
+                f"string {i + 1} of {n} is {end - pos - SIZE_T} bytes at byte {pos + SIZE_T}, "
+                f"past the end ({size} bytes)"
             )
         strings.append(data[pos + SIZE_T:end])
         pos = end

@@ -45,7 +45,9 @@ RETRY_DELAY = 0.010
 #: ORCH_ZMQ_PORT: the port orchagent's ZMQ server listens on in SONiC.
 ORCH_ZMQ_PORT = 8100
 #: Keepalive as C++: on, 5 s idle before the first probe, 1 s between probes, 5 probes.
-_KEEPALIVE = ((zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5), (zmq.TCP_KEEPALIVE_INTVL, 1), (zmq.TCP_KEEPALIVE_CNT, 5))
+_KEEPALIVE = (
+    (zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5), (zmq.TCP_KEEPALIVE_INTVL, 1), (zmq.TCP_KEEPALIVE_CNT, 5)
+)
 #: messages taken off the server socket before letting other tasks run
 _BURST = 512
 _NONE: dict[str, ZmqMessageHandler] = {}
@@ -337,7 +339,7 @@ class ZmqServer:
                 self.changes += len(changes)
                 try:
                     handler.handle_received(changes)
-                except Exception:  # noqa: BLE001 - a consumer's surprise must not stop the server
+                except Exception:  # a consumer's surprise must not stop the server
                     log.exception("zmq message handler failed", endpoint=self._where)
         if more:
             self._loop.call_soon(self._drain)  # type: ignore[union-attr]  # more may wait, unsaid
