@@ -73,6 +73,20 @@ class TroubleOrch(RecordingOrch):
         self.record(table, task)
 
 
+class StubbornStartOrch(RecordingOrch):
+    """start() never ends and swallows the first cancellation, as Python 3.11's asyncio.wait_for
+    can lose one: a daemon told to stop while starting must ask again."""
+
+    async def start(self) -> None:
+        await super().start()
+        self._out.write("starting\n")
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass
+        await asyncio.sleep(3600)
+
+
 class FailingStartOrch(Orch):
     async def start(self) -> None:
         raise RuntimeError("cannot reach the ASIC")

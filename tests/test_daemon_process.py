@@ -441,6 +441,23 @@ tables = [{{table = "B"}}]
     assert '"event": "ready"' not in err
 
 
+def test_sigterm_while_a_plugin_start_swallows_the_cancellation(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """A cancellation lost during start-up (a plugin catching it, or Python 3.11's wait_for) must
+    not leave SIGTERM unanswered: the daemon asks again and exits 0, never READY."""
+    record = tmp_path / "r.jsonl"
+    config = write_config(tmp_path, clean_redis, {"orchs": [{
+        "plugin": "orch_plugins:StubbornStartOrch", "tables": [{"table": "A"}], "options": {"record": str(record)},
+    }]})
+    daemon = DaemonProcess(config, tmp_path / "log")
+    try:
+        assert wait_until(lambda: record.exists() and "starting" in record.read_text(), 30)
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(timeout=15) == 0, daemon.log_path.read_text()[-2000:]
+        assert not daemon.events("ready")
+    finally:
+        daemon.kill()
+
+
 async def test_sighup_reopens_the_log_and_a_second_sigterm_forces_exit(
     clean_redis: EmbeddedRedis, appl: DBConnector, tmp_path: Path
 ) -> None:

@@ -235,8 +235,18 @@ class Daemon:
         if task.done():
             task.result()
             return True
-        task.cancel()
-        await asyncio.wait((task,))
+        # Asked again until it ends: a cancellation can be lost (Python 3.11's asyncio.wait_for
+        # drops one that meets a completing call; a plugin's start() may catch it), and a lost one
+        # would leave SIGTERM unanswered. Given up after shutdown_timeout, with a line saying so.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.daemon.shutdown_timeout
+        while not task.done():
+            task.cancel()
+            await asyncio.wait((task,), timeout=0.1)
+            if not task.done() and loop.time() > deadline:
+                log.error("start-up did not stop when cancelled; exiting without it",
+                          timeout=self.config.daemon.shutdown_timeout)
+                break
         return False
 
     # -- start-up -----------------------------------------------------------------------
@@ -404,9 +414,12 @@ class Daemon:
             context.load_cert_chain(r.cert_file, r.key_file)
         host, port = address
         try:
-            _reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=context, ssl_handshake_timeout=timeout), timeout
-            )
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can lose a cancellation (a
+            # SIGTERM at start-up) when the connection completes at the same moment
+            async with asyncio.timeout(timeout):
+                _reader, writer = await asyncio.open_connection(
+                    host, port, ssl=context, ssl_handshake_timeout=timeout
+                )
         except TimeoutError:
             raise _TlsMismatch(
                 f"TLS handshake with {host}:{port} got no answer within {timeout:g} s: tls = true, "
@@ -423,7 +436,8 @@ class Daemon:
             return
         writer.close()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), 1.0)
+            async with asyncio.timeout(1.0):
+                await writer.wait_closed()
 
     async def _take_leases(self) -> None:
         """Claim the instance name on every database a table is popped reliably from."""
