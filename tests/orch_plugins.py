@@ -7,6 +7,7 @@ Handled tasks are appended to the file named by the `record` option, one JSON li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import IO
@@ -80,10 +81,8 @@ class StubbornStartOrch(RecordingOrch):
     async def start(self) -> None:
         await super().start()
         self._out.write("starting\n")
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            pass
         await asyncio.sleep(3600)
 
 
