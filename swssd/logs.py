@@ -62,30 +62,37 @@ class _Output:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._file: IO[str] = self._open()
+        self._file: IO[str] | None = self._open()
 
-    def _open(self) -> IO[str]:
+    def _open(self) -> IO[str] | None:
+        """The log file; None for stderr, which is looked up at each write, so that a stderr
+        replaced later (a test runner's capture, closed when it ends) is followed, not kept."""
         if self.path is None:
-            return sys.stderr
+            return None
         return io.TextIOWrapper(io.BufferedWriter(open_append(self.path)), encoding="utf-8", line_buffering=True)
+
+    @property
+    def _stream(self) -> IO[str]:
+        return self._file if self._file is not None else sys.stderr
 
     def write(self, text: str) -> None:
         with self._lock:
-            self._file.write(text)
+            self._stream.write(text)
 
     def flush(self) -> None:
         with self._lock:
-            self._file.flush()
+            self._stream.flush()
 
     def isatty(self) -> bool:
-        return self._file.isatty()
+        return self._stream.isatty()
 
     def reopen(self) -> None:
         if self.path is None:
             return
         with self._lock:
             old, self._file = self._file, self._open()
-            old.close()
+            if old is not None:
+                old.close()
 
 
 _output: _Output | None = None
@@ -96,7 +103,7 @@ def configure(format: str = "console", level: str = "info", file: Path | None = 
     opened raises OSError and leaves the logging as it was."""
     global _output
     output = _Output(file)
-    if _output is not None and _output.path is not None:
+    if _output is not None and _output._file is not None:
         _output._file.close()
     _output = output
     shared: list[Any] = [
