@@ -297,6 +297,11 @@ async def test_metrics_are_served_before_redis_is_up(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as err:
             scrape(port, "/health")
         assert err.value.code == 503 and err.value.read() == b"Redis unreachable\n"
+        status = subprocess.run(
+            [sys.executable, "-m", "swssd.cli", "status", "--config", str(config)],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert status.returncode == 1 and "starting: waiting for Redis" in status.stdout, status.stdout + status.stderr
         with EmbeddedRedis(port=redis_port):
             assert wait_until(lambda: gauge(port, "swssd_ready") == 1.0, 30), daemon.log_path.read_text()[-2000:]
             assert gauge(port, "swssd_redis_up") == 1.0

@@ -111,9 +111,13 @@ def parse(text: str) -> Snapshot:
 def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | None = None) -> list[str]:
     """Why the daemon is unhealthy; empty when it is healthy."""
     found = []
-    if snap.scalars.get("redis_up", 0.0) < 1.0:
+    redis_up = snap.scalars.get("redis_up", 0.0) >= 1.0
+    ready = snap.scalars.get("ready", 0.0) >= 1.0
+    if not redis_up and not ready:
+        found.append("starting: waiting for Redis (Redis unreachable)")
+    elif not redis_up:
         found.append("Redis unreachable")
-    if snap.scalars.get("ready", 0.0) < 1.0:
+    elif not ready:
         found.append("not ready (still starting or stopping)")
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     if lag > max_lag:
