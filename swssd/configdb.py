@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, cast, overload
 
 from .configdb_listener import ConfigDBListening
 from .connector import DBConnector
@@ -196,7 +196,7 @@ class ConfigDBConnector(ConfigDBListening):
             await self.db.redis.delete(hash_key)
             return
         hset = _hset_command(hash_key, raw)
-        original = await self.db.redis.hgetall(hash_key)
+        original = cast(RawEntry, await self.db.redis.hgetall(hash_key))  # decode_responses: str
         async with self.db.redis.pipeline(transaction=True) as pipe:
             pipe.execute_command(*hset)
             for field in sorted(original, key=_cpp_order):
@@ -215,19 +215,19 @@ class ConfigDBConnector(ConfigDBListening):
 
     async def get_entry(self, table: str, key: ConfigKey) -> TypedEntry:
         """The typed entry; {} when it does not exist."""
-        return self._typed_entry(await self.db.redis.hgetall(self._hash(table, key)))
+        return self._typed_entry(cast(RawEntry, await self.db.redis.hgetall(self._hash(table, key))))
 
     async def get_keys(self, table: str, split: bool = True) -> list[ConfigKey]:
         """The table's keys (KEYS, in Redis's order), deserialized; with split=False the whole
         Redis key is deserialized, table name included, as swsscommon does."""
-        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        keys = cast(list[str], await self.db.redis.keys(self._pattern(table)))
         if split:
             keys = [_row(key, self.separator) or "" for key in keys]
         return [self.deserialize_key(key) for key in keys]
 
     async def get_table(self, table: str) -> dict[ConfigKey, TypedEntry]:
         """Every entry of the table: KEYS, then all HGETALLs in one MULTI/EXEC."""
-        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        keys = cast(list[str], await self.db.redis.keys(self._pattern(table)))
         if not keys:
             return {}
         async with self.db.redis.pipeline(transaction=True) as pipe:
@@ -243,7 +243,7 @@ class ConfigDBConnector(ConfigDBListening):
 
     async def delete_table(self, table: str) -> None:
         """Delete every entry of the table: KEYS, then one DEL each in one MULTI/EXEC."""
-        keys: list[str] = await self.db.redis.keys(self._pattern(table))
+        keys = cast(list[str], await self.db.redis.keys(self._pattern(table)))
         if not keys:
             return
         async with self.db.redis.pipeline(transaction=True) as pipe:
@@ -297,7 +297,7 @@ class ConfigDBConnector(ConfigDBListening):
         cursor = 0
         while True:
             cursor, keys = await self.db.redis.scan(cursor, match=pattern, count=SCAN_COUNT)
-            found += keys
+            found += cast(list[str], keys)
             if cursor == 0:
                 return found
 
@@ -309,7 +309,7 @@ class ConfigDBConnector(ConfigDBListening):
         MULTI/EXEC with the next SCAN queued behind them: one round trip per batch.
         """
         raw_config: dict[str, dict[str, RawEntry]] = {}
-        cursor, keys = await self.db.redis.scan(0, match="*", count=SCAN_COUNT)
+        cursor, keys = cast(tuple[int, list[str]], await self.db.redis.scan(0, match="*", count=SCAN_COUNT))
         while True:
             wanted = [key for key in keys if self.separator in key]
             if not wanted and cursor == 0:

@@ -20,7 +20,7 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 from .connector import DBConnector
 from .fields import DEL_COMMAND
@@ -224,9 +224,7 @@ class ConfigDBListening:
         if self._listening is not None:
             self._listening.drop(table)
 
-    async def listen(
-        self: ConfigDBConnector, init_data_handler: InitDataHandler | None = None
-    ) -> None:
+    async def listen(self, init_data_handler: InitDataHandler | None = None) -> None:
         """Call the subscribed handlers with every change until stop() (then return), until
         cancelled, or until a handler or Redis raises (the pub/sub connection is closed in every
         case). Handlers may be coroutine functions: awaited, one call at a time, in order.
@@ -256,7 +254,7 @@ class ConfigDBListening:
         """
         if self._listening is not None:
             raise RuntimeError(f"listen() already runs on {self!r}")
-        listening = self._listening = _Listening(self)
+        listening = self._listening = _Listening(cast("ConfigDBConnector", self))  # mixed into it only
         try:
             tables = list(self.handlers)
             for table in tables:
@@ -294,9 +292,9 @@ class ConfigDBListening:
         if self._listening is not None:
             self._listening.stop()
 
-    def events(self: ConfigDBConnector, tables: Iterable[str], *, fire_init_data: bool = True) -> ConfigEvents:
+    def events(self, tables: Iterable[str], *, fire_init_data: bool = True) -> ConfigEvents:
         """The changes of `tables` as an async iterator of ConfigEvent: see ConfigEvents."""
-        return ConfigEvents(self, tables, fire_init_data=fire_init_data)
+        return ConfigEvents(cast("ConfigDBConnector", self), tables, fire_init_data=fire_init_data)
 
 
 class ConfigEvents:

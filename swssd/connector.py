@@ -6,9 +6,10 @@ import asyncio
 import os
 import select
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
+from redis._parsers.base import AsyncBaseParser
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
@@ -226,7 +227,7 @@ class DBConnector:
         if not calls:
             return []
         scripts = list({c[0].sha: c[0] for c in calls}.values())
-        commands = [("SCRIPT", "LOAD", script.source) for script in scripts]
+        commands: list[tuple[Any, ...]] = [("SCRIPT", "LOAD", script.source) for script in scripts]
         commands += [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]
         results = (await self._send_all(commands))[len(scripts):]
         self._loaded.update(s.sha for s in scripts)
@@ -355,7 +356,9 @@ async def _roundtrip(conn: AbstractConnection, commands: Sequence[tuple[Any, ...
             await conn.connect()
         # Written and read under one time-out: redis-py's send_packed_command wraps each write
         # in wait_for (a new Task per call), which cost more than the write itself.
-        writer, parser = conn._writer, conn._parser  # type: ignore[attr-defined]
+        # Connected above, so the writer is set; an asyncio connection's parser is an async one.
+        writer = cast(asyncio.StreamWriter, conn._writer)
+        parser = cast(AsyncBaseParser, conn._parser)
         async with asyncio.timeout(conn.socket_timeout):
             writer.writelines([pack_command(c) for c in commands])
             await writer.drain()

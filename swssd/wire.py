@@ -8,14 +8,16 @@ encoded with surrogateescape first, so they reach Redis as the original bytes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
 from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.typing import EncodableT
 
 #: what redis-py says when the server closed the connection
 SERVER_CLOSED = "Connection closed by server."
@@ -26,11 +28,12 @@ _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 def pack_command(args: tuple[object, ...]) -> bytes:
     """One command in RESP, packed by hiredis."""
     try:
-        return hiredis.pack_command(args)
+        # hiredis's stub types the argument as a 1-tuple and leaves the result untyped.
+        return cast(bytes, hiredis.pack_command(args))  # type: ignore[arg-type]
     except UnicodeEncodeError:
-        return hiredis.pack_command(
-            tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args)
-        )
+        return cast(bytes, hiredis.pack_command(
+            tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args)  # type: ignore[arg-type]
+        ))
 
 
 def _fast_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
@@ -40,7 +43,7 @@ def _fast_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
     if cls is None:
         super_pack = base.pack_command
 
-        def packed(self: AbstractConnection, *args: object) -> list[bytes]:
+        def packed(self: AbstractConnection, *args: EncodableT) -> list[bytes]:
             first = args[0]
             if isinstance(first, (str, bytes)) and (" " in first if isinstance(first, str) else b" " in first):
                 return super_pack(self, *args)  # "CLIENT SETINFO"-style names are split by redis-py
@@ -70,11 +73,11 @@ async def read_replies(conn: AbstractConnection) -> AsyncIterator[list[Any]]:
     layers a reply, and for RESP3 push messages also formats each one for a debug log, which
     dominated a busy keyspace subscription. A burst at a time lets the caller act once per burst.
     """
-    reader = getattr(conn._parser, "_reader", None)  # type: ignore[attr-defined]
+    reader = getattr(conn._parser, "_reader", None)
     if not isinstance(reader, hiredis.Reader):  # no hiredis parser: the slow, general path
         while True:
             yield [await conn.read_response(timeout=None, push_request=True)]
-    stream = conn._reader  # type: ignore[attr-defined]
+    stream = cast(asyncio.StreamReader, conn._reader)  # set: `conn` is connected
     while True:
         burst = []
         while (reply := reader.gets()) is not NOT_ENOUGH_DATA:

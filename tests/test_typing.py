@@ -87,3 +87,13 @@ def test_mypy_sees_the_real_types(tmp_path: Path) -> None:
     out = mypy_strict(tmp_path, "wrong.py")
     assert out.returncode == 1
     assert 'expression has type "str | None", variable has type "int"' in out.stdout, out.stdout
+
+
+def test_swssd_passes_mypy_strict(tmp_path: Path) -> None:
+    """The package itself, as pyproject.toml's [tool.mypy] checks it (strict, pydantic plugin)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / ".mypy_cache")],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success: no issues found" in out.stdout, out.stdout

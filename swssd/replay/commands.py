@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import cast
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import diff as diff_mod
@@ -195,7 +196,9 @@ def _state_for_one_host(spark: SparkSession, args: argparse.Namespace) -> tuple[
     state = fold_state(_events(inputs, args, [args.db])).persist()
     host = _single_host(state)
     _report_inputs(inputs, args)
-    return inputs, state.where(F.col("host") == host).select("table", "key", "fields"), host
+    # Column == builds a Column; pyspark's stub leaves None out of what it compares with
+    on_host = cast(Column, F.col("host") == host)
+    return inputs, state.where(on_host).select("table", "key", "fields"), host
 
 
 def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
@@ -205,7 +208,7 @@ def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     _, state, host = _state_for_one_host(spark, args)
     if args.table:
-        dump = dump.where(matches("table", args.table))
+        dump = dump.where(cast(Column, matches("table", args.table)))  # a Column: patterns given
     else:
         state = state.join(diff_mod.dump_tables(dump), "table", "left_semi")
     path = out_path(args, "diff")

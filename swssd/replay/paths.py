@@ -53,7 +53,7 @@ def _is_hidden(name: str) -> bool:
 
 
 def _files_under(directory: Path) -> list[Path]:
-    found = []
+    found: list[Path] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
         found.extend(Path(root) / f for f in sorted(files) if not _is_hidden(f))
@@ -77,7 +77,8 @@ def _expand(text: str) -> list[Path]:
 
 def _drop_rec_beside_jsonl(files: list[Path]) -> tuple[list[Path], dict[str, list[str]]]:
     jsonl_dirs = {f.parent for f in files if _JSONL.search(f.name)}
-    kept, skipped = [], {}
+    kept: list[Path] = []
+    skipped: dict[str, list[str]] = {}
     for f in files:
         if f.parent in jsonl_dirs and _REC.match(f.name):
             skipped.setdefault(str(f.parent), []).append(f.name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -68,7 +69,7 @@ def get_session(
 
 def _quiet(spark: SparkSession) -> None:
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark.sparkContext._jvm  # None (no JVM) fails below, skipped as any other
         level = jvm.org.apache.logging.log4j.Level.ERROR
         for name in _NOISY_LOGGERS:
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)

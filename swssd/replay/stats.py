@@ -78,7 +78,7 @@ def compute(events: DataFrame) -> Stats:
                 "first_ts", "last_ts", "active_minutes")
         .orderBy(F.desc("events"), F.desc("dels"), *KEY_COLUMNS)
     )
-    op_columns = [*TABLE_COLUMNS, F.col("notification_op").alias("op")]
+    op_columns: list[Column | str] = [*TABLE_COLUMNS, F.col("notification_op").alias("op")]
     op_minutes = (
         per_minute.where(F.col("notification_op").isNotNull())
         .groupBy(*op_columns, "minute")

@@ -38,7 +38,7 @@ async def run(args: argparse.Namespace) -> int:
     async with db:
         command = args.command.upper()
         words = args.args or (["*"] if command == "KEYS" else [])
-        reply = await db.redis.execute_command(command, *words)  # type: ignore[no-untyped-call]
+        reply = await db.redis.execute_command(command, *words)
     if args.json:
         json.dump(reply if not isinstance(reply, set) else sorted(reply), sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -18,8 +18,9 @@ convention in swssd), so any byte string C++ sends reads back and re-serializes 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
+from typing import Any, TypeAlias
 
 from ..errors import SwssdError
 from ..fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
@@ -55,7 +56,7 @@ def _encode(text: str) -> bytes:
     return text.encode(_ENCODING, _ERRORS)
 
 
-def serialize(db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence]) -> bytes:
+def serialize(db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence[Any]]) -> bytes:
     """The message BinarySerializer::serializeBuffer writes for these changes.
 
     Each change is (key, op, fvs); only the key and the fields travel (no fields: a DEL).
@@ -71,7 +72,7 @@ def header(db_name: str, table_name: str) -> bytes:
     return _pack(len(db)) + db + _pack(len(table)) + table
 
 
-def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence]) -> bytes:
+def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence[Any]]) -> bytes:
     """serialize() with the (db, table) pair already encoded by header()."""
     changes = changes if isinstance(changes, (list, tuple)) else list(changes)
     try:
@@ -115,7 +116,7 @@ def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> byte
     return data
 
 
-def _parts(changes: Sequence[KeyOpFieldsValues | Sequence], encode) -> list[bytes]:  # type: ignore[no-untyped-def]
+def _parts(changes: Sequence[KeyOpFieldsValues | Sequence[Any]], encode: Callable[[str], bytes]) -> list[bytes]:
     """The length-prefixed strings of the changes, after two slots for the count and header."""
     pack = _pack
     counts = _COUNT_PAIRS
@@ -227,7 +228,12 @@ _SHAPES = 1024
 #: only messages of at most this many pairs are worth a layout
 _SHAPE_PAIRS = 32
 
-_Shape = tuple  # (lengths reader, lengths, strings getter, ((key index, count text, fields), ...))
+_Shape: TypeAlias = tuple[
+    Callable[[bytes], tuple[Any, ...]],  # lengths reader
+    tuple[int, ...],  # lengths
+    Callable[[str], tuple[str, ...]],  # strings getter
+    tuple[tuple[int, str, int], ...],  # (key index, count text, fields) of each change
+]
 _shapes: dict[int, _Shape] = {}
 
 
@@ -344,7 +350,7 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
         if left < 0:
             raise _Cut
         if fields:
-            fvs = []
+            fvs: list[tuple[str, str]] = []
             add = fvs.append
             for _ in range(fields):
                 n = unpack_from(data, pos)[0]

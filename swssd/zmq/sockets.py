@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import errno as errnos
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import structlog
 import zmq
@@ -72,7 +72,7 @@ class ZmqMessageHandler(Protocol):
     def handle_received(self, changes: list[KeyOpFieldsValues]) -> None: ...
 
 
-def _apply_common(sock: zmq.Socket, vrf: str | None) -> None:
+def _apply_common(sock: zmq.Socket[bytes], vrf: str | None) -> None:
     for option, value in _KEEPALIVE:
         sock.setsockopt(option, value)
     if vrf:
@@ -93,8 +93,8 @@ class ZmqClient:
         self.sent = 0
         #: sends that found the queue full (each then retried after a sleep)
         self.retries = 0
-        self._context: zmq.Context | None = None
-        self._socket: zmq.Socket | None = None
+        self._context: zmq.Context[zmq.Socket[bytes]] | None = None
+        self._socket: zmq.Socket[bytes] | None = None
         self._lock = asyncio.Lock()
         self.connect()
 
@@ -119,7 +119,9 @@ class ZmqClient:
     def is_connected(self) -> bool:
         return self.connected
 
-    async def send_msg(self, db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence]) -> None:
+    async def send_msg(
+        self, db_name: str, table_name: str, changes: Iterable[KeyOpFieldsValues | Sequence[Any]]
+    ) -> None:
         """Send the changes of one table as one message (BinarySerializer format).
 
         Raises MessageTooLargeError (nothing sent) for a message C++ would refuse, and
@@ -161,7 +163,7 @@ class ZmqClient:
                 self._send_now(data)
                 return
             except zmq.ZMQError as exc:
-                error = exc.errno
+                error = cast(int, exc.errno)  # ZMQError fills it from zmq_errno() when not given
                 delay *= 2
                 if error in (errnos.EINTR, zmq.EFSM):
                     delay = 0.0  # as C++: retried at once (and never slept on again)
@@ -225,8 +227,8 @@ class ZmqServer:
         self.dropped = 0
         self._handlers: dict[str, dict[str, ZmqMessageHandler]] = {}
         self._unrouted_logged: set[tuple[str, str]] = set()
-        self._context: zmq.Context | None = None
-        self._socket: zmq.Socket | None = None
+        self._context: zmq.Context[zmq.Socket[bytes]] | None = None
+        self._socket: zmq.Socket[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fd = -1
         self._where = endpoint  # for logs: the endpoint as bound
@@ -273,7 +275,7 @@ class ZmqServer:
         # The event loop watches the socket's notification fd itself (what pyzmq's asyncio
         # sockets do underneath), and a wake-up drains every message waiting: no future, no
         # task switch per message.
-        self._fd = sock.getsockopt(zmq.FD)
+        self._fd = cast(int, sock.getsockopt(zmq.FD))
         loop.add_reader(self._fd, self._drain)
         loop.call_soon(self._drain)  # the fd is edge-triggered: look once now
         log.info("zmq server bound", endpoint=self._where)
@@ -287,7 +289,7 @@ class ZmqServer:
         """The endpoint as bound: with `tcp://127.0.0.1:*`, the port the system chose."""
         if self._socket is None:
             return None
-        return self._socket.getsockopt(zmq.LAST_ENDPOINT).decode()
+        return cast(bytes, self._socket.getsockopt(zmq.LAST_ENDPOINT)).decode()
 
     def _drain(self) -> None:
         """Take the messages waiting off the socket (up to _BURST, then again on the next loop
@@ -367,6 +369,7 @@ class ZmqServer:
         """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
         sock, self._socket = self._socket, None
         if sock is not None:
+            assert self._loop is not None  # bind() set it with the socket
             self._loop.remove_reader(self._fd)
             sock.close(0)
         if self._context is not None:
