@@ -43,15 +43,6 @@ MAX_PENDING_LIMIT = 10_000_000
 #: Counts with no natural limit (attempts, starvation turns): beyond this a typo.
 MAX_COUNT = 1_000_000
 
-#: SONiC's usual databases (id, separator), used when Redis is given as one URL.
-SONIC_DATABASES: dict[str, tuple[int, str]] = {
-    "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
-    "CONFIG_DB": (4, "|"), "PFC_WD_DB": (5, ":"), "FLEX_COUNTER_DB": (5, ":"), "STATE_DB": (6, "|"),
-    "SNMP_OVERLAY_DB": (7, "|"), "RESTAPI_DB": (8, "|"), "GB_ASIC_DB": (9, ":"),
-    "GB_COUNTERS_DB": (10, ":"), "GB_FLEX_COUNTER_DB": (11, ":"), "CHASSIS_APP_DB": (12, "|"),
-    "CHASSIS_STATE_DB": (13, "|"), "APPL_STATE_DB": (14, ":"),
-}
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")

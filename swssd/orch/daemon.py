@@ -39,12 +39,13 @@ from ..metrics import LoopProbe
 from ..metrics import serve as serve_metrics
 from ..metrics_server import MetricsServer
 from ..scan import read_table
+from ..schema import DATABASES
 from ..sdnotify import SystemdNotifier
 from ..selectable import Selectable
 from ..selector import Select
 from ..zmq import ZmqConsumerStateTable, ZmqServer
 from . import plugins
-from .config import PLAIN_HASH_DATABASES, SONIC_DATABASES, Config, TableConfig
+from .config import PLAIN_HASH_DATABASES, Config, TableConfig
 from .lease import InstanceInUseError, InstanceLease
 from .orch import connector_key
 from .plugins import PluginError
@@ -339,8 +340,8 @@ class Daemon:
                 self._db_config.database(name)
             except UnknownDatabaseError as exc:
                 raise ConfigError(self.config.path, field, f"{who} {exc}".strip()) from None
-        elif name not in SONIC_DATABASES:
-            known = ", ".join(SONIC_DATABASES)
+        elif name not in DATABASES:
+            known = ", ".join(DATABASES)
             raise ConfigError(
                 self.config.path, field,
                 f"{who} unknown database {name!r}; with a Redis url the known databases are: {known}".strip(),
@@ -370,7 +371,7 @@ class Daemon:
                 if self._db_config is not None:
                     return await DBConnector.connect(name, self._db_config, **options)
                 assert r.url is not None
-                db_id, separator = SONIC_DATABASES[name]
+                db_id, separator = DATABASES[name]
                 return await DBConnector.from_url(r.url, db_id=db_id, separator=separator, name=name, **options)
             except (RedisUnreachableError, *CONNECTION_ERRORS) as exc:
                 now = time.monotonic()

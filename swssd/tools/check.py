@@ -12,7 +12,8 @@ import argparse
 from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
-from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, SONIC_DATABASES, Config
+from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
+from ..schema import DATABASES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +46,8 @@ class _Databases:
                 self.db_config.database(name)
             except UnknownDatabaseError as exc:
                 raise ConfigError(path, field, f"{who} {exc}".strip()) from None
-        elif name not in SONIC_DATABASES:
-            known = ", ".join(SONIC_DATABASES)
+        elif name not in DATABASES:
+            known = ", ".join(DATABASES)
             raise ConfigError(path, field, f"{who} unknown database {name!r}; known: {known}".strip())
 
 

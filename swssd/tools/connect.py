@@ -15,7 +15,8 @@ from ..connector import DBConnector
 from ..credentials import PASSWORD_ENV
 from ..dbconfig import SonicDBGlobalConfig
 from ..errors import ConfigError, RedisUrlError, SwssdError
-from ..orch.config import SONIC_DATABASES, RedisConfig, load_config
+from ..orch.config import RedisConfig, load_config
+from ..schema import DATABASES
 
 
 class ConnectionOptionsError(SwssdError, ValueError):
@@ -65,7 +66,7 @@ def namespaced(args: argparse.Namespace) -> bool:
 
 def url_defaults(args: argparse.Namespace, url: redis_url.RedisUrl) -> tuple[int | None, str]:
     """Database number and separator for a URL: given, else from the URL, else SONiC's for --db, else 0 and ':'."""
-    usual_id, usual_sep = SONIC_DATABASES.get(args.db, (0, ":"))
+    usual_id, usual_sep = DATABASES.get(args.db, (0, ":"))
     db_id = args.db_id
     if db_id is None and url.db is None:
         db_id = usual_id
