@@ -145,13 +145,7 @@ async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False) -> 
 
 async def pst_set_concurrent(db: DBConnector, entries: list[Entry], coroutines: int = 16) -> None:
     """Single sets from many coroutines at once on one connector (the keys dealt out round-robin)."""
-    pst = _pst(db, False)
-
-    async def setter(part: list[Entry]) -> None:
-        for key, fvs in part:
-            await pst.set(key, fvs)
-
-    await asyncio.gather(*(setter(entries[i::coroutines]) for i in range(coroutines)))
+    await asyncio.gather(*(pst_set(db, entries[i::coroutines]) for i in range(coroutines)))
 
 
 async def pst_set_many(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:

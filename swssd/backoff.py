@@ -20,15 +20,18 @@ class Backoff:
     def __init__(self, initial: float, maximum: float, jitter: bool = False) -> None:
         policy = EqualJitterBackoff if jitter else ExponentialBackoff
         self._policy: AbstractBackoff = policy(cap=maximum, base=initial)
-        self._initial = initial
-        self._maximum = maximum
+        #: failures in a row past which the delay stays at `maximum`
+        self._capped_at = _doublings(initial, maximum)
         self.failures = 0
+
+    def delay(self, failures: int) -> float:
+        """The delay after `failures` failures in a row."""
+        return self._policy.compute(min(failures, self._capped_at))
 
     def next(self) -> float:
         """The delay before the next attempt, counting this failure."""
-        delay = self._policy.compute(self.failures)
-        if self._initial * 2**self.failures < self._maximum:
-            self.failures += 1
+        delay = self.delay(self.failures)
+        self.failures = min(self.failures + 1, self._capped_at)
         return delay
 
     def reset(self) -> None:
@@ -42,7 +45,7 @@ class Backoff:
 
 def retry_delay(attempt: int, initial: float, maximum: float) -> float:
     """The jittered delay before retry number `attempt` (1 for the first) of a failed task."""
-    return EqualJitterBackoff(cap=maximum, base=initial).compute(min(attempt - 1, _doublings(initial, maximum)))
+    return Backoff(initial, maximum, jitter=True).delay(attempt - 1)
 
 
 def _doublings(initial: float, maximum: float) -> int:
