@@ -23,7 +23,7 @@ from swssd.zmq import (
     ZmqServer,
     sockets,
 )
-from swssd.zmq.serializer import MAX_MESSAGE_SIZE, serialize
+from swssd.zmq.serializer import MAX_MESSAGE_SIZE, header, read_one, serialize
 
 KFV = KeyOpFieldsValues
 TABLE = "ZMQ_ROUTE"
@@ -201,6 +201,78 @@ async def test_malformed_and_unrouted_messages_are_counted_never_fatal(
     assert server.received == len(bad) + len(unrouted) + 2
     await sel.close()
     await consumer.close()
+    client.close()
+
+
+async def test_repeated_fields_read_fast_and_routed_as_any_message(
+    db: DBConnector, server: ZmqServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-change messages whose fields were seen before take read_one() (counted here), and
+    still go to their own table, in order; malformed ones with those fields are counted, and a
+    table whose consumer left gets nothing more."""
+    fast: list[KeyOpFieldsValues] = []
+
+    def counting(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
+        got = read_one(data, head)
+        if got is not None:
+            fast.append(got)
+        return got
+
+    monkeypatch.setattr(sockets, "read_one", counting)
+    client = ZmqClient(bound(server))
+    routes = ZmqConsumerStateTable(db, TABLE, server)
+    other = ZmqConsumerStateTable(db, "OTHER", server)
+    sel = Select()
+    await sel.add(routes)
+    await sel.add(other)
+    fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
+    one = serialize("APPL_DB", TABLE, [KFV("k0", "SET", fvs)])
+    key_at = 8 + len(header("APPL_DB", TABLE))
+    tail = one[key_at + 8 + 2:]
+    want_routes: list[KeyOpFieldsValues] = []
+    want_other: list[KeyOpFieldsValues] = []
+    malformed = [
+        (5).to_bytes(8, "little") + one[8:],                                  # a pair count not the tail's
+        one[:key_at] + (100).to_bytes(8, "little") + b"k0" + tail,             # the key's length past the end
+        one[:-1],                                                             # truncated
+    ]
+    for i in range(300):
+        key = f"10.{i}.0.0/16" if i % 7 else f"Ü{i}:|\x00"
+        if i % 11 == 3:
+            await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV(key, "SET", fvs)]))
+            want_other.append(KFV(key, "SET", fvs))
+        elif i % 13 == 5:
+            await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "DEL", [])]))
+            want_routes.append(KFV(key, "DEL", []))
+        elif i % 17 == 8:
+            await client.send_bytes(malformed[i % len(malformed)])
+            await client.send_bytes(serialize("STATE_DB", TABLE, [KFV(key, "SET", fvs)]))  # no consumer
+        else:
+            await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "SET", fvs)]))
+            want_routes.append(KFV(key, "SET", fvs))
+    got: dict[str, list[KeyOpFieldsValues]] = {TABLE: [], "OTHER": []}
+    deadline = time.monotonic() + WAIT
+    while len(got[TABLE]) + len(got["OTHER"]) < len(want_routes) + len(want_other) and time.monotonic() < deadline:
+        table = await sel.select(timeout=max(0.0, deadline - time.monotonic()))
+        if isinstance(table, ZmqConsumerStateTable):
+            got[table.name] += await table.pops()
+    assert got[TABLE] == want_routes
+    assert got["OTHER"] == want_other
+    assert len(fast) > len(want_routes) // 2  # most took the fast path
+    bad = sum(1 for i in range(300) if i % 11 != 3 and i % 13 != 5 and i % 17 == 8)
+    assert server.malformed == bad
+    assert server.dropped == bad
+    # the consumer of TABLE leaves: the next message of TABLE with known fields is dropped
+    await sel.remove(routes)
+    await routes.close()
+    fast.clear()
+    await client.send_bytes(serialize("APPL_DB", TABLE, [KFV("late", "SET", fvs)]))
+    await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV("last", "SET", fvs)]))
+    assert await receive(sel, other, 1) == [KFV("last", "SET", fvs)]
+    assert server.dropped == bad + 1
+    assert routes.waiting == 0
+    await sel.close()
+    await other.close()
     client.close()
 
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swssd import KeyOpFieldsValues
+from swssd.zmq import serializer
 from swssd.zmq.serializer import (
     MAX_MESSAGE_SIZE,
     MalformedMessageError,
@@ -30,6 +31,7 @@ from swssd.zmq.serializer import (
     deserialize,
     header,
     read_header,
+    read_one,
     serialize,
     serialize_one,
 )
@@ -293,3 +295,89 @@ def test_messages_of_one_size_and_lengths_but_other_changes() -> None:
     for _ in range(3):
         assert deserialize(da) == ("D", "T", a)
         assert deserialize(do) == ("D", "T", other)
+
+
+# -- read_one: one-change messages of a tail seen before ------------------------------------------
+
+
+def one_change(key: bytes, count: int, tail: bytes, head: bytes | None = None) -> bytes:
+    """count | (APPL_DB, T) | key | tail, bytes as given."""
+    return n(count) + (head if head is not None else s(b"APPL_DB") + s(b"T")) + s(key) + tail
+
+
+def test_read_one_reads_what_deserialize_saw_for_any_key() -> None:
+    tail = s(b"2") + s(b"nexthop") + s(b"10.0.0.1") + s(b"ifname") + s("Ethernet0 é".encode())
+    head = header("APPL_DB", "T")
+    first = one_change(b"10.0.0.0/24", 4, tail)
+    assert read_one(first, head) is None  # not seen yet
+    want = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0 é")]
+    assert deserialize(first) == ("APPL_DB", "T", [KFV("10.0.0.0/24", "SET", want)])
+    for key, text in [(b"10.0.1.0/24", "10.0.1.0/24"), (b"", ""), ("中文:|\x00".encode(), "中文:|\x00"),
+                      (b"\xff\xfe", b"\xff\xfe".decode("utf-8", "surrogateescape"))]:
+        got = read_one(one_change(key, 4, tail), head)
+        assert got == KFV(text, "SET", want)
+        assert type(got) is KFV and type(got.fvs) is list
+    # each change has its own list: changing one does not change the next
+    a = read_one(one_change(b"a", 4, tail), head)
+    assert a is not None
+    a.fvs.append(("x", "y"))
+    assert read_one(one_change(b"b", 4, tail), head) == KFV("b", "SET", want)
+    # a DEL
+    deserialize(one_change(b"gone", 2, s(b"0")))
+    assert read_one(one_change(b"other", 2, s(b"0")), head) == KFV("other", "DEL", [])
+
+
+def test_read_one_leaves_everything_else_to_deserialize() -> None:
+    tail = s(b"1") + s(b"f") + s(b"v")
+    head = header("APPL_DB", "T")
+    deserialize(one_change(b"k", 3, tail))
+    assert read_one(one_change(b"k", 3, tail), head) == KFV("k", "SET", [("f", "v")])
+    others = [
+        one_change(b"k", 4, tail),                                 # the pair count of another message
+        one_change(b"k", 2, tail),
+        one_change(b"k", 3, tail, s(b"APPL_DB") + s(b"U")),        # another table
+        one_change(b"k", 3, tail, s(b"STATE_DB") + s(b"T")),       # another db
+        one_change(b"k", 3, tail + s(b"x")),                       # a tail never seen
+        one_change(b"k", 3, tail)[:-1],                            # truncated
+        one_change(b"k", 3, tail)[: 8 + len(head) + 4],            # cut inside the key's length
+        n(3) + head + n(len(tail) + 2) + b"k" + tail,               # the key's length past the end
+        n(3) + head + n(2**64 - 1) + b"k" + tail,
+        n(3) + head + n(0) + b"k" + tail,                           # a key length that leaves "k" + tail
+    ]
+    for data in others:
+        assert read_one(data, head) is None, data
+    assert read_one(b"", head) is None
+    assert read_one(one_change(b"k", 3, tail), header("APPL_DB", "U")) is None
+
+
+@given(db=texts, table=texts, changes=changes_st, key=texts,
+       edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=3),
+       cut=st.integers(min_value=0, max_value=20))
+@settings(max_examples=400, deadline=None)
+def test_read_one_is_deserialize_or_nothing(
+    db: str, table: str, changes: list[KeyOpFieldsValues], key: str, edits: list[tuple[int, int]], cut: int
+) -> None:
+    """After deserialize() saw one-change messages, read_one() of any bytes (the same tails with
+    another key, changed bytes, cut short) returns exactly what deserialize() reads, or None."""
+    head = header(db, table)
+    for change in changes:
+        deserialize(serialize(db, table, [change]))  # kept until the cache is full (then all forgotten)
+        data = bytearray(serialize(db, table, [KFV(key, change.op, change.fvs)]))
+        assert read_one(bytes(data), head) == KFV(key, change.op, change.fvs)
+        for pos, byte in edits:
+            data[pos % len(data)] = byte
+        data = data[: max(0, len(data) - cut)]
+        got = read_one(bytes(data), head)
+        if got is not None:
+            assert deserialize(bytes(data)) == (db, table, [got])
+
+
+def test_kept_tails_are_bounded() -> None:
+    """Many distinct tails (every message its own fields) never keep more than _TAILS of them,
+    and a tail longer than _TAIL_BYTES is not kept at all."""
+    for i in range(serializer._TAILS + 50):
+        deserialize(serialize("APPL_DB", "T", [KFV("k", "SET", [("seq", str(i))])]))
+        assert len(serializer._tails) <= serializer._TAILS
+    long_fvs = [("f", "v" * serializer._TAIL_BYTES)]
+    deserialize(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
+    assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None

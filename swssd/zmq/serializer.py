@@ -178,6 +178,13 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     """
     if not isinstance(data, bytes):
         data = bytes(data)
+    read = _deserialize(data)
+    if len(read[2]) == 1:
+        _remember_tail(data, read[2][0])
+    return read
+
+
+def _deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     size = len(data)
     shape = _shapes.get(size)
     if shape is not None and data.isascii():
@@ -212,6 +219,52 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
             _shapes.clear()
         _shapes[size] = _shape_of(data, count)
     return db, table, changes
+
+
+# -- one-change messages of a known tail --------------------------------------------------------
+#
+# Every set() and delete() is a message of one change: count | db | table | key | then the
+# field count and the fields, "the tail". A producer repeats few tails (a route table: a few
+# next-hop groups), so the tail of each valid one-change message read is kept with what it
+# means. A message that starts with the (db, table) pair expected, has any key and then a tail
+# seen before, with the pair count that went with that tail, is exactly that key with those
+# fields: read_one() takes it apart in a few C calls, decoding only the key. The changes read so
+# share the field tuples (immutable); each has its own list.
+
+#: tails kept at most (then forgotten all at once), and the longest tail worth keeping
+_TAILS = 2048
+_TAIL_BYTES = 1024
+#: tail -> (the message's first 8 bytes: its pair count, op, field/value pairs)
+_tails: dict[bytes, tuple[bytes, str, tuple[tuple[str, str], ...]]] = {}
+
+
+def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
+    """The change of a one-change message of the table whose header() is `head`, when its tail
+    was seen before (by deserialize()); None for any other message, which deserialize() then
+    reads or rejects."""
+    start = SIZE_T + len(head)  # the key's length
+    if not (start + SIZE_T <= len(data) < MAX_MESSAGE_SIZE and data.startswith(head, SIZE_T)):
+        return None
+    key_start = start + SIZE_T
+    key_end = key_start + _unpack_from(data, start)[0]
+    known = _tails.get(data[key_end:])  # empty (never kept) when the key runs past the end
+    if known is None or not data.startswith(known[0]):
+        return None
+    return tuple.__new__(
+        KeyOpFieldsValues, (data[key_start:key_end].decode(_ENCODING, _ERRORS), known[1], list(known[2]))
+    )
+
+
+def _remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
+    """Keep the tail of a valid one-change message, for read_one()."""
+    pos = SIZE_T
+    for _ in range(3):  # db, table, key
+        pos += SIZE_T + _unpack_from(data, pos)[0]
+    if len(data) - pos > _TAIL_BYTES:
+        return
+    if len(_tails) >= _TAILS:
+        _tails.clear()
+    _tails[data[pos:]] = (data[:SIZE_T], change[1], tuple(change[2]))
 
 
 # -- messages of a known shape ------------------------------------------------------------------

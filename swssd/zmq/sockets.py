@@ -31,7 +31,7 @@ import zmq
 
 from ..errors import SwssdError
 from ..fields import KeyOpFieldsValues
-from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, serialize
+from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, header, read_one, serialize
 from .serializer import deserialize as _deserialize
 
 log = structlog.get_logger(__name__)
@@ -227,6 +227,8 @@ class ZmqServer:
         self.dropped = 0
         self._handlers: dict[str, dict[str, ZmqMessageHandler]] = {}
         self._unrouted_logged: set[tuple[str, str]] = set()
+        #: (header(), consumer) of the table the last message went to; None after (un)register
+        self._route: tuple[bytes, ZmqMessageHandler] | None = None
         self._context: zmq.Context[zmq.Socket[bytes]] | None = None
         self._socket: zmq.Socket[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -243,8 +245,10 @@ class ZmqServer:
         if tables.get(table_name, handler) is not handler:
             raise ValueError(f"a consumer for {db_name}/{table_name} is already registered on {self.endpoint}")
         tables[table_name] = handler
+        self._route = None
 
     def unregister(self, db_name: str, table_name: str) -> None:
+        self._route = None
         tables = self._handlers.get(db_name, {})
         tables.pop(table_name, None)
         if not tables:
@@ -294,17 +298,28 @@ class ZmqServer:
     def _drain(self) -> None:
         """Take the messages waiting off the socket (up to _BURST, then again on the next loop
         iteration, so other tasks run in between) and hand each consumer its changes of the
-        burst at once, in order."""
+        burst at once, in order.
+
+        A one-change message of the table the previous message went to, with fields seen
+        before, is read by read_one() (most of a producer's set() calls); any other by
+        deserialize(), which also routes it and says what is wrong with a malformed one."""
         sock = self._socket
         if sock is None:
             return
         recv = sock.recv
         read = _deserialize
+        fast = read_one
         handlers = self._handlers
         again = zmq.Again
         burst: dict[ZmqMessageHandler, list[KeyOpFieldsValues]] = {}
         last_db = last_table = None
+        # the header() of the table the last message went to (kept from the last burst while
+        # no consumer comes or goes), and that table's changes in this burst
+        head: bytes | None = None
         target: list[KeyOpFieldsValues] = []
+        if self._route is not None:
+            head, handler = self._route
+            target = burst[handler] = []
         received = 0
         more = True
         try:
@@ -315,6 +330,11 @@ class ZmqServer:
                     more = False  # drained: the fd signals again when more arrives
                     break
                 received += 1
+                if head is not None:
+                    change = fast(data, head)
+                    if change is not None:
+                        target.append(change)
+                        continue
                 try:
                     db_name, table_name, changes = read(data)
                 except ZmqMessageError as exc:
@@ -322,13 +342,15 @@ class ZmqServer:
                     continue
                 # The reader hands out the same name objects for a run of one table's messages.
                 if table_name is not last_table or db_name is not last_db:
-                    handler = handlers.get(db_name, _NONE).get(table_name)
-                    if handler is None:
+                    found = handlers.get(db_name, _NONE).get(table_name)
+                    if found is None:
                         self._unrouted(db_name, table_name)
-                        last_db = last_table = None
+                        last_db = last_table = head = self._route = None
                         continue
-                    target = burst.setdefault(handler, [])
+                    target = burst.setdefault(found, [])
                     last_db, last_table = db_name, table_name
+                    head = header(db_name, table_name)
+                    self._route = (head, found)
                 target += changes
         except zmq.ZMQError as exc:
             more = False
@@ -338,6 +360,8 @@ class ZmqServer:
         finally:
             self.received += received
             for handler, changes in burst.items():
+                if not changes:
+                    continue
                 self.changes += len(changes)
                 try:
                     handler.handle_received(changes)
