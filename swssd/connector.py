@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio as aioredis
-from redis._parsers.base import AsyncBaseParser
-from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, NoScriptError
@@ -21,7 +18,8 @@ from . import redis_url
 from .dbconfig import SonicDBConfig, SonicDBGlobalConfig, check_separator, resolve_config
 from .errors import RedisAuthError, RedisUnreachableError
 from .lua import Script
-from .wire import pack_command, use_hiredis_packing
+from .transport import ConnectionSpec, RedisConnection
+from .wire import use_hiredis_packing
 
 #: Seconds to establish a connection (TCP, TLS handshake, unix socket) before giving up.
 CONNECT_TIMEOUT = 5.0
@@ -76,11 +74,9 @@ class DBConnector:
         self.namespace = namespace
         self._loaded: set[str] = set()
         #: the connection _send_all writes on (outside redis-py's pool)
-        self._own: AbstractConnection | None = None
-        #: calls that came while a round trip was in flight: they go together in the next one
-        self._waiting: list[tuple[Sequence[tuple[Any, ...]], asyncio.Future[list[Any]]]] = []
-        self._busy = False
-        self._flusher: asyncio.Task[None] | None = None
+        self._own: RedisConnection | None = None
+        self._opening: asyncio.Future[RedisConnection] | None = None
+        self._spec: ConnectionSpec | None = None
 
     # -- construction -------------------------------------------------------------------
 
@@ -251,73 +247,53 @@ class DBConnector:
         return await self._send_all(commands)
 
     async def _send_all(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Write commands as one packed write and read their replies in order.
+        """Send commands on the connector's own connection and return their replies in order.
 
         redis-py's per-command layers (pool bookkeeping, retry wrapper, observability, a time-out
-        context per reply) cost ~80 us a call and ~8 us a pipelined command; this path costs a few.
-        Calls share the connector's own connection, group-commit style: a call made while a
-        round trip is in flight waits for it to end, and every call that came meanwhile goes in
-        the next round trip together, in the order they came. So many coroutines setting at once
-        cost one round trip per group, not one each (what a blocking client cannot do). Error
-        replies come back as exceptions in the list. A connection lost after sending is raised
-        to every call of that round trip, never resent here.
+        context per reply) cost ~80 us a call and ~8 us a pipelined command; this path
+        (swssd.transport) costs a few. Calls share the one connection with as many requests in
+        flight as callers make; calls made while others are out are written together, so many
+        coroutines setting at once cost one write per loop iteration (what a blocking client
+        cannot do). Error replies come back as exceptions in the list. A connection lost after
+        sending is raised to every call out on it, never resent here.
         """
-        if self._busy:
-            waiter: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-            self._waiting.append((commands, waiter))
-            return await waiter
-        self._busy = True
-        try:
-            return await _roundtrip(self._connection(), commands)
-        finally:
-            if self._waiting:
-                self._flusher = asyncio.ensure_future(self._send_waiting())
-            else:
-                self._busy = False
+        conn = self._own
+        if conn is None or conn.is_closed:  # an EOF (a Redis restart) closes it as the loop reads it
+            conn = await self._reconnect()
+        return await conn.request(commands)
 
-    async def _send_waiting(self) -> None:
-        """Send the calls that waited, group by group, until none waits (then the next call
-        sends its own)."""
+    async def _reconnect(self) -> RedisConnection:
+        """The connector's own connection, newly opened; callers arriving meanwhile share the opening."""
+        if self._opening is None:
+            if self._own is not None:
+                self._own.close()
+                self._own = None
+            self._opening = asyncio.ensure_future(RedisConnection.open(self.connection_spec))
+        opening = self._opening
         try:
-            while self._waiting:
-                group = [(c, w) for c, w in self._waiting if not w.done()]  # a cancelled call is not sent
-                self._waiting = []
-                if not group:
-                    continue
-                try:
-                    replies = await _roundtrip(self._connection(), [c for commands, _ in group for c in commands])
-                except BaseException as exc:
-                    for _, waiter in group:
-                        if not waiter.done():
-                            waiter.set_exception(exc if isinstance(exc, Exception) else RedisConnectionError(str(exc)))
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
-                start = 0
-                for commands, waiter in group:
-                    if not waiter.done():
-                        waiter.set_result(replies[start : start + len(commands)])
-                    start += len(commands)
+            self._own = await asyncio.shield(opening)
+            return self._own
         finally:
-            self._busy = False
-            for _, waiter in self._waiting:  # cancelled while a group was out: nothing was sent
-                if not waiter.done():
-                    waiter.set_exception(RedisConnectionError("connector closed"))
-            self._waiting = []
+            if opening.done() and self._opening is opening:
+                self._opening = None
 
-    def _connection(self) -> AbstractConnection:
-        if self._own is None:
-            self._own = self.redis.connection_pool.make_connection()
-        return self._own
+    @property
+    def connection_spec(self) -> ConnectionSpec:
+        """Where and how this connector connects, for connections it opens itself."""
+        if self._spec is None:
+            self._spec = ConnectionSpec.from_pool(self.redis.connection_pool)
+        return self._spec
 
     # -- lifetime -----------------------------------------------------------------------
 
     async def close(self) -> None:
-        if self._flusher is not None and not self._flusher.done():
-            self._flusher.cancel()
-            await asyncio.wait((self._flusher,))
+        if self._opening is not None:
+            self._opening.cancel()
+            await asyncio.wait((self._opening,))
+            self._opening = None
         if self._own is not None:
-            await self._own.disconnect()
+            self._own.close()
+            self._own = None
         await self.redis.aclose()
 
     async def __aenter__(self) -> DBConnector:
@@ -332,40 +308,3 @@ class DBConnector:
             f"address={self.address!r})"
         )
 
-
-def _stale(conn: Any) -> bool:
-    """Whether an idle pooled connection has input waiting: nothing is owed to it, so that is an
-    EOF (the server closed it, e.g. a restart) or garbage. Asked of the socket itself, because
-    the event loop may not have run since the peer closed it."""
-    writer = getattr(conn, "_writer", None)
-    sock = writer.get_extra_info("socket") if writer is not None else None
-    if sock is None:
-        return False
-    readable, _, _ = select.select([sock.fileno()], [], [], 0)
-    return bool(readable)
-
-
-async def _roundtrip(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-    """Send `commands` on `conn` in one write and read one reply each, straight from the parser
-    under one time-out; a connection left half-read is disconnected, never reused."""
-    try:
-        if not conn.is_connected:
-            await conn.connect()
-        elif _stale(conn) or await conn.can_read():  # closed by the server (a restart) or unread data
-            await conn.disconnect()
-            await conn.connect()
-        # Written and read under one time-out: redis-py's send_packed_command wraps each write
-        # in wait_for (a new Task per call), which cost more than the write itself.
-        # Connected above, so the writer is set; an asyncio connection's parser is an async one.
-        writer = cast(asyncio.StreamWriter, conn._writer)
-        parser = cast(AsyncBaseParser, conn._parser)
-        async with asyncio.timeout(conn.socket_timeout):
-            writer.writelines([pack_command(c) for c in commands])
-            await writer.drain()
-            return [await parser.read_response() for _ in commands]
-    except TimeoutError:
-        await conn.disconnect()
-        raise RedisTimeoutError(f"Timeout talking to Redis ({len(commands)} commands)") from None
-    except BaseException:
-        await conn.disconnect()
-        raise

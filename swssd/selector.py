@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 from collections.abc import Awaitable
-from typing import cast
+from typing import Any, cast
 
 import structlog
-from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoPermissionError, ResponseError
 
 from .backoff import Backoff
 from .connector import CONNECTION_ERRORS, DBConnector
 from .selectable import Selectable, Subscription
-from .wire import read_replies
+from .transport import RedisConnection
 
 log = structlog.get_logger(__name__)
 
@@ -231,12 +231,11 @@ class _ServerSubscription:
     def __init__(self, select: Select, db: DBConnector) -> None:
         self._select = select
         # No read timeout: a quiet channel is normal. TCP keepalive notices a vanished server.
-        tcp = not db.redis.connection_pool.connection_kwargs.get("path")
-        self._client = db.new_client(socket_timeout=None, **({"socket_keepalive": True} if tcp else {}))
+        self._spec = db.connection_spec.replace(read_timeout=None, keepalive=True)
         self._subscribed: dict[Subscription, set[Selectable]] = {}
         self._confirmed: set[Subscription] = set()
         self._waiters: dict[Subscription, list[asyncio.Future[None]]] = {}
-        self._conn: AbstractConnection | None = None
+        self._conn: RedisConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self.connected = False
         self.reconnects = 0
@@ -280,28 +279,28 @@ class _ServerSubscription:
         if conn is None:
             return  # the reader subscribes every channel when it (re)connects
         with contextlib.suppress(*CONNECTION_ERRORS):  # the reader notices the drop and resubscribes
-            await conn.send_command(*args, check_health=False)
+            conn.send(args)
 
     async def _run(self) -> None:
         backoff = Backoff(self._select.reconnect_min, self._select.reconnect_max)
         first = True
         while True:
-            conn: AbstractConnection | None = None
+            conn: RedisConnection | None = None
             wait: float | None = None  # instead of the backoff's next delay
             try:
-                conn = self._client.connection_pool.make_connection()
-                await conn.connect()
+                on_push = functools.partial(self._read, resubscribed=not first)
+                conn = await RedisConnection.open(self._spec, on_push=on_push)
                 self._conn = conn
                 for pattern in (False, True):
                     names = [sub.name for sub in self._subscribed if sub.pattern is pattern]
                     if names:
-                        await conn.send_command(_SUBSCRIBE[pattern], *names, check_health=False)
+                        conn.send((_SUBSCRIBE[pattern], *names))
                 if not first and self._refused_logged is None:
                     self.reconnects += 1
                     log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed))
                 self.connected = True
                 backoff.reset()
-                await self._read(conn, resubscribed=not first)
+                await conn.wait_closed()  # messages go to _read as they come; this raises how it ended
             except asyncio.CancelledError:
                 raise
             except CONNECTION_ERRORS as exc:
@@ -318,7 +317,7 @@ class _ServerSubscription:
                 self._conn = None
                 self._confirmed.clear()
                 if conn is not None:
-                    await conn.disconnect()
+                    conn.close()
             first = False
             await asyncio.sleep(backoff.next() if wait is None else wait)
 
@@ -331,34 +330,33 @@ class _ServerSubscription:
         log.error("Redis refused the pub/sub subscription: this user needs +subscribe +psubscribe and the "
                   "channels (&*), see README 'Redis ACL'; retrying", address=self.address, error=str(exc))
 
-    async def _read(self, conn: AbstractConnection, resubscribed: bool) -> None:
+    def _read(self, burst: list[Any], resubscribed: bool) -> None:
+        """Hand one socket read's messages to their tables, then wake Select once."""
         # keyed by plain tuples below, equal to the Subscription keys
         subscribed = cast("dict[tuple[str, bool], set[Selectable]]", self._subscribed)
-        wake = self._select._wake
-        async for burst in read_replies(conn):
-            for reply in burst:
-                kind = reply[0]
-                # plain tuples: equal to the Subscription keys, without NamedTuple's slow __new__
-                if kind == "pmessage":
-                    for table in subscribed.get((reply[1], True), ()):
-                        table.on_message(reply[2], reply[3])
-                elif kind == "message":
-                    for table in subscribed.get((reply[1], False), ()):
-                        table.on_message(reply[1], reply[2])
-                elif kind in _CONFIRMATIONS:
-                    sub = Subscription(reply[1], kind == "psubscribe")
-                    self._confirmed.add(sub)
-                    if self._refused_logged is not None and len(self._confirmed) == len(self._subscribed):
-                        self._refused_logged = None
-                        log.info("pub/sub subscriptions accepted by Redis again", address=self.address)
-                    for waiter in self._waiters.pop(sub, ()):
-                        if not waiter.done():
-                            waiter.set_result(None)
-                    if resubscribed:
-                        # What was published while we were away is gone: let every table look again.
-                        for table in subscribed.get(sub, ()):
-                            table.on_resubscribed()
-            wake()  # once per burst
+        for reply in burst:
+            kind = reply[0]
+            # plain tuples: equal to the Subscription keys, without NamedTuple's slow __new__
+            if kind == "pmessage":
+                for table in subscribed.get((reply[1], True), ()):
+                    table.on_message(reply[2], reply[3])
+            elif kind == "message":
+                for table in subscribed.get((reply[1], False), ()):
+                    table.on_message(reply[1], reply[2])
+            elif kind in _CONFIRMATIONS:
+                sub = Subscription(reply[1], kind == "psubscribe")
+                self._confirmed.add(sub)
+                if self._refused_logged is not None and len(self._confirmed) == len(self._subscribed):
+                    self._refused_logged = None
+                    log.info("pub/sub subscriptions accepted by Redis again", address=self.address)
+                for waiter in self._waiters.pop(sub, ()):
+                    if not waiter.done():
+                        waiter.set_result(None)
+                if resubscribed:
+                    # What was published while we were away is gone: let every table look again.
+                    for table in subscribed.get(sub, ()):
+                        table.on_resubscribed()
+        self._select._wake()
 
     async def close(self) -> None:
         if self._task is not None:
@@ -367,4 +365,3 @@ class _ServerSubscription:
         for waiters in self._waiters.values():
             for w in waiters:
                 w.cancel()
-        await self._client.aclose()

@@ -1,5 +1,4 @@
-"""Command packing and reply reading in C: redis-py packs every argument in Python, which
-dominated batched calls, and reads each pub/sub message through several Python layers.
+"""Command packing in C: redis-py packs every argument in Python, which dominated batched calls.
 
 hiredis.pack_command does the same RESP encoding in one C call (about 30x faster for a
 128-key batched set). Strings holding surrogate escapes (bytes that are not UTF-8) are
@@ -8,19 +7,12 @@ encoded with surrogateescape first, so they reach Redis as the original bytes.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import cast
 
 import hiredis
 import redis.asyncio as aioredis
-from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.typing import EncodableT
-
-#: what redis-py says when the server closed the connection
-SERVER_CLOSED = "Connection closed by server."
 
 _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
@@ -59,34 +51,3 @@ def use_hiredis_packing(client: aioredis.Redis) -> aioredis.Redis:
     pool = client.connection_pool
     pool.connection_class = _fast_class(pool.connection_class)
     return client
-
-
-#: Bytes asked of the socket at a time by readers that bypass redis-py's per-reply layers.
-READ_SIZE = 1 << 16
-
-
-async def read_replies(conn: AbstractConnection) -> AsyncIterator[list[Any]]:
-    """The replies arriving on a connected `conn`, burst by burst, for a reader that only reads
-    (pub/sub): each list holds what one read from the socket completed.
-
-    Straight from the connection's hiredis reader: redis-py's read_response costs several Python
-    layers a reply, and for RESP3 push messages also formats each one for a debug log, which
-    dominated a busy keyspace subscription. A burst at a time lets the caller act once per burst.
-    """
-    reader = getattr(conn._parser, "_reader", None)
-    if not isinstance(reader, hiredis.Reader):  # no hiredis parser: the slow, general path
-        while True:
-            yield [await conn.read_response(timeout=None, push_request=True)]
-    stream = cast(asyncio.StreamReader, conn._reader)  # set: `conn` is connected
-    while True:
-        burst = []
-        while (reply := reader.gets()) is not NOT_ENOUGH_DATA:
-            if isinstance(reply, Exception):
-                raise reply
-            burst.append(reply)
-        if burst:
-            yield burst
-        data = await stream.read(READ_SIZE)
-        if not data:
-            raise RedisConnectionError(SERVER_CLOSED)
-        reader.feed(data)

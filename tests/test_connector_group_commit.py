@@ -1,6 +1,6 @@
-"""DBConnector's group commit: calls made while a round trip is out go together in the next one,
-in the order they came, on the connector's one connection; failures reach every call of a group
-and the next calls reconnect."""
+"""DBConnector's one connection (swssd.transport): calls made while others are in flight are
+written together, in the order they came; a caller that gives up does not shift the replies of
+the others; failures reach every call out on the connection and the next calls reconnect."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import asyncio
 
 import pytest
 
-import swssd.connector
 from swssd import DBConnector, ProducerStateTable, Table
 from swssd.embedded_redis import EmbeddedRedis
 
@@ -16,15 +15,11 @@ from swssd.embedded_redis import EmbeddedRedis
 async def test_concurrent_sets_share_round_trips_and_keep_each_callers_order(
     db: DBConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sent: list[int] = []
-    real = swssd.connector._roundtrip
-
-    async def counting(conn, commands):  # type: ignore[no-untyped-def]
-        sent.append(len(commands))
-        return await real(conn, commands)
-
-    monkeypatch.setattr(swssd.connector, "_roundtrip", counting)
     producer = ProducerStateTable(db, "GC_T")
+    await producer.set("warm-up", [("f", "v")])  # connected, script loaded
+    conn = db._own
+    assert conn is not None
+    writes_before = conn.writes
 
     async def writer(n: int) -> None:
         for i in range(40):
@@ -32,24 +27,28 @@ async def test_concurrent_sets_share_round_trips_and_keep_each_callers_order(
 
     await asyncio.gather(*(writer(n) for n in range(32)))
     calls = 32 * 40
-    assert sum(sent) >= calls  # every set went out (plus a SCRIPT LOAD)
-    assert len(sent) < calls / 4, f"{len(sent)} round trips for {calls} calls: not grouped"
+    writes = conn.writes - writes_before
+    assert db._own is conn  # one connection throughout
+    assert writes < calls / 4, f"{writes} writes for {calls} calls: not grouped"
     staged = await db.redis.hgetall("_GC_T:k7")
     assert staged == {"seq": "39", "writer": "7"}  # the last set of each writer wins: order kept
-    assert await db.redis.scard("GC_T_KEY_SET") == 32
+    assert await db.redis.scard("GC_T_KEY_SET") == 33
 
 
-async def test_a_cancelled_waiting_call_is_not_sent(db: DBConnector) -> None:
+async def test_a_caller_that_gives_up_does_not_shift_the_other_replies(db: DBConnector) -> None:
+    """Calls are written as they come (several in flight); one cancelled while out still has its
+    replies read, and dropped, so every later call gets its own."""
     table = Table(db, "GC_C")
     slow = asyncio.ensure_future(db.execute_many([("BLPOP", "gc-nothing", "0.3")]))
-    await asyncio.sleep(0.05)  # the slow round trip is out
-    waiting = asyncio.ensure_future(db.execute_many([("HSET", "GC_C:cancelled", "f", "v")]))
-    after = asyncio.ensure_future(db.execute_many([("HSET", "GC_C:kept", "f", "v")]))
+    await asyncio.sleep(0.05)  # the slow request is out
+    given_up = asyncio.ensure_future(db.execute_many([("HSET", "GC_C:given-up", "f", "v"), ("PING",)]))
+    after = asyncio.ensure_future(db.execute_many([("HSET", "GC_C:kept", "f", "v"), ("ECHO", "mine")]))
     await asyncio.sleep(0.01)
-    waiting.cancel()
-    await slow
-    assert await after == [1]
-    assert await table.get("cancelled") is None
+    given_up.cancel()
+    assert await slow == [None]
+    assert await after == [1, "mine"]
+    assert await db.execute_many([("ECHO", "next")]) == ["next"]
+    assert await table.get("given-up") == [("f", "v")]  # it had been sent: Redis ran it
     assert await table.get("kept") == [("f", "v")]
 
 
