@@ -202,6 +202,11 @@ def test_round_trip(db: str, table: str, changes: list[KeyOpFieldsValues]) -> No
     assert deserialize(data) == (db, table, changes)
     for change in changes:  # the producer's one-change path writes the same bytes
         assert serialize_one(header(db, table), change.key, change.fvs) == serialize(db, table, [change])
+        # again with its fields encoded before, for another key, and with the pairs as lists
+        other = KFV(change.key + "x", change.op, change.fvs)
+        assert serialize_one(header(db, table), other.key, other.fvs) == serialize(db, table, [other])
+        as_lists = [[f, v] for f, v in change.fvs]
+        assert serialize_one(header(db, table), change.key, as_lists) == serialize(db, table, [change])  # type: ignore[arg-type]
     assert deserialize(bytearray(data)) == (db, table, changes)
     assert deserialize(memoryview(data)) == (db, table, changes)
 
@@ -381,3 +386,21 @@ def test_kept_tails_are_bounded() -> None:
     long_fvs = [("f", "v" * serializer._TAIL_BYTES)]
     deserialize(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
+
+
+def test_encoded_fields_are_bounded_and_exact() -> None:
+    """The producer keeps at most _TAILS encoded field lists; equal fields in another list or
+    tuple give the same bytes; fields that differ only in a way == ignores are not confused."""
+    head = header("APPL_DB", "T")
+    for i in range(serializer._TAILS + 50):
+        serialize_one(head, "k", [("seq", str(i))])
+        assert len(serializer._encoded) <= serializer._TAILS
+    fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
+    first = serialize_one(head, "a", fvs)
+    assert serialize_one(head, "a", tuple(fvs)) == first == serialize("APPL_DB", "T", [KFV("a", "SET", fvs)])
+    assert serialize_one(head, "a", [("nexthop", "10.0.0.1"), ("ifname", "Ethernet1")]) != first
+    bad = [("f", "\udcff")]  # a surrogate escape: the byte 0xff
+    assert serialize_one(head, "b", bad) == serialize("APPL_DB", "T", [KFV("b", "SET", bad)])
+    assert serialize_one(head, "b", bad).endswith(b"\xff")
+    with pytest.raises(MessageTooLargeError):
+        serialize_one(head, "x" * MAX_MESSAGE_SIZE, fvs)

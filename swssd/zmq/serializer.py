@@ -95,25 +95,45 @@ def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence[A
 
 def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> bytes:
     """serialize_with(head, [(key, op, fvs)]): the one-change message a set() or delete() sends,
-    built without the general loop (the producer's hot path)."""
+    built without the general loop (the producer's hot path). The encoded fields of the last
+    few thousand distinct field lists are kept (a route table repeats few next-hop groups):
+    then only the key is encoded."""
     pack = _pack
-    n = len(fvs)
+    try:
+        pairs = tuple(fvs)
+        known = _encoded.get(pairs)
+    except TypeError:  # pairs that are lists: not hashable, encoded each time
+        pairs, known = (), None
     try:
         k = key.encode()
-        parts = [pack(n + 2), head, pack(len(k)), k, _COUNT_PAIRS[n]]
-        for field, value in fvs:
-            f = field.encode()
-            v = value.encode()
-            parts += (pack(len(f)), f, pack(len(v)), v)
+        if known is not None:
+            data = b"".join((known[0], head, pack(len(k)), k, known[1]))
+        else:
+            n = len(fvs)
+            parts = [_COUNT_PAIRS[n]]
+            for field, value in fvs:
+                f = field.encode()
+                v = value.encode()
+                parts += (pack(len(f)), f, pack(len(v)), v)
+            tail = b"".join(parts)
+            count = pack(n + 2)
+            if pairs and len(tail) <= _TAIL_BYTES:
+                if len(_encoded) >= _TAILS:
+                    _encoded.clear()
+                _encoded[pairs] = (count, tail)
+            data = b"".join((count, head, pack(len(k)), k, tail))
     except (UnicodeEncodeError, IndexError):  # surrogate escapes, or 1024 fields and more
         return serialize_with(head, ((key, "", fvs),))
-    data = b"".join(parts)
     if len(data) >= MAX_MESSAGE_SIZE:
         raise MessageTooLargeError(
             f"message of {len(data)} bytes; the C++ library sends and receives less than "
             f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
         )
     return data
+
+
+#: field/value pairs -> (pair count of a one-change message with them, their encoded tail)
+_encoded: dict[tuple[tuple[str, str], ...], tuple[bytes, bytes]] = {}
 
 
 def _parts(changes: Sequence[KeyOpFieldsValues | Sequence[Any]], encode: Callable[[str], bytes]) -> list[bytes]:
