@@ -267,6 +267,8 @@ def make_cases(keys: int, slow: int) -> list[Case]:
         for case, producer in zip(cases[:3], (pst_set, pst_set_many, pst_buffered)):
             case.variants.append(("swssd, fast scripts", functools.partial(producer, fast=True)))
         cases[3].variants.append(("swssd, fast scripts", library_consumer(ConsumerStateTable, False, fast=True)))
+    if "fast_scripts" in inspect.signature(ConsumerTable).parameters:
+        cases[4].variants.append(("swssd, fast scripts", library_consumer(ConsumerTable, False, fast=True)))
     return cases
 
 

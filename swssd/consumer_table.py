@@ -7,13 +7,16 @@ from typing import Any
 from .connector import DBConnector
 from .consumer_base import ConsumerTableBase
 from .fields import KeyOpFieldsValues
-from .lua import CT_POPS
+from .lua import CT_POPS, CT_POPS_FAST
 
 
 class ConsumerTable(ConsumerTableBase):
     """The consumer side of the op queue: changes in producer order, op without its S/D prefix.
 
     With `modify_redis` the script also writes SET/DEL into the `prefix + TABLE:key` hashes.
+    With `fast_scripts=True` the pops run swssd's own script (`consumer_table_pops_fast.lua`): the
+    same entries and the same changes to Redis, a SET entry's fields in one HSET instead of one
+    HSET each. Off by default.
     """
 
     def __init__(
@@ -23,9 +26,11 @@ class ConsumerTable(ConsumerTableBase):
         pop_batch_size: int = 128,
         priority: int = 0,
         modify_redis: bool = True,
+        fast_scripts: bool = False,
     ) -> None:
         super().__init__(db, name, pop_batch_size, priority)
         self.modify_redis = modify_redis
+        self.fast_scripts = fast_scripts
         self._prefix = ""
 
     async def has_pending(self) -> bool:
@@ -43,7 +48,8 @@ class ConsumerTable(ConsumerTableBase):
     async def _pop_batch(self) -> list[Any]:
         keys = [self.op_queue, self._prefix + self.name]
         args = [self.pop_batch_size, 1 if self.modify_redis else 0]
-        return await self.db.evalsha(CT_POPS, keys, args, resend=False)  # type: ignore[no-any-return]
+        script = CT_POPS_FAST if self.fast_scripts else CT_POPS
+        return await self.db.evalsha(script, keys, args, resend=False)  # type: ignore[no-any-return]
 
     def parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         return [

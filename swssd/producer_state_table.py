@@ -19,6 +19,7 @@ from .lua import (
     PST_DEL,
     PST_SET,
     PST_SET_FAST,
+    PST_SETS_FAST,
 )
 from .table import Table, TableBase, TableDump
 
@@ -103,9 +104,13 @@ class ProducerStateTable(TableBase):
         await self._send((PST_BATCHED_DEL, script_keys, ["G"]))
 
     async def flush(self) -> None:
-        """Send everything a buffered producer has queued, in order, in one pipeline."""
+        """Send everything a buffered producer has queued, in order, in one pipeline.
+
+        With fast scripts, each run of consecutive single sets goes as one script call with their
+        effect (producer_state_table_sets_fast.lua: the same hashes, key set and PUBLISHes, one per
+        key the key set did not hold): one EVALSHA instead of one per set."""
         queued, self._queued = self._queued, []
-        await self.db.evalsha_many(queued)
+        await self.db.evalsha_many(_merge_sets(queued) if self.fast_scripts else queued)
 
     async def clear(self) -> None:
         """Drop every pending change of this table (key set, del set, state hashes)."""
@@ -191,3 +196,31 @@ class ProducerStateTable(TableBase):
         else:
             script, keys, args = call
             await self.db.evalsha(script, keys, args)
+
+
+def _merge_sets(queued: list[ScriptCall]) -> list[ScriptCall]:
+    """Each run of two or more consecutive fast single sets as one sets-script call, in order."""
+    merged: list[ScriptCall] = []
+    run: list[ScriptCall] = []
+
+    def close_run() -> None:
+        if len(run) == 1:
+            merged.append(run[0])
+        elif run:
+            channel, key_set = run[0][1][0], run[0][1][1]
+            keys: list[str | int] = [channel, key_set]
+            args: list[str | int] = [run[0][2][0]]
+            for _, (_, _, state_hash), (_, key, *fields) in run:
+                keys.append(state_hash)
+                args += (key, len(fields) // 2, *fields)
+            merged.append((PST_SETS_FAST, keys, args))
+        run.clear()
+
+    for call in queued:
+        if call[0] is PST_SET_FAST:
+            run.append(call)
+        else:
+            close_run()
+            merged.append(call)
+    close_run()
+    return merged

@@ -33,6 +33,7 @@ PST_DEL = Script.from_package("producer_state_table_del")
 PST_BATCHED_SET = Script.from_package("producer_state_table_batched_set")
 PST_SET_FAST = Script.from_package("producer_state_table_set_fast")
 PST_BATCHED_SET_FAST = Script.from_package("producer_state_table_batched_set_fast")
+PST_SETS_FAST = Script.from_package("producer_state_table_sets_fast")
 PST_BATCHED_DEL = Script.from_package("producer_state_table_batched_del")
 PST_CLEAR = Script.from_package("producer_state_table_clear")
 PST_APPLY_VIEW = Script.from_package("producer_state_table_apply_view")
@@ -43,6 +44,7 @@ CST_POPS_FAST = Script.from_package("consumer_state_table_pops_fast")
 PT_ENQUEUE = Script.from_package("producer_table_enqueue")
 CT_POPS = Script.from_package("consumer_table_pops")
 CT_POPS_RELIABLE = Script.from_package("consumer_table_pops_reliable")
+CT_POPS_FAST = Script.from_package("consumer_table_pops_fast")
 TABLE_DUMP = Script.from_package("table_dump")
 INSTANCE_LEASE = Script.from_package("instance_lease")
 
@@ -52,6 +54,7 @@ ALL_SCRIPTS = (
     PST_BATCHED_SET,
     PST_SET_FAST,
     PST_BATCHED_SET_FAST,
+    PST_SETS_FAST,
     PST_BATCHED_DEL,
     PST_CLEAR,
     PST_APPLY_VIEW,
@@ -62,6 +65,7 @@ ALL_SCRIPTS = (
     PT_ENQUEUE,
     CT_POPS,
     CT_POPS_RELIABLE,
+    CT_POPS_FAST,
     TABLE_DUMP,
     INSTANCE_LEASE,
 )
