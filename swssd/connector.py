@@ -258,7 +258,7 @@ class DBConnector:
         sending is raised to every call out on it, never resent here.
         """
         conn = self._own
-        if conn is None or conn.is_closed:  # an EOF (a Redis restart) closes it as the loop reads it
+        if conn is None or conn.stale():  # closed (e.g. a Redis restart), perhaps not noticed yet
             conn = await self._reconnect()
         return await conn.request(commands)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import select
 import socket
 import ssl
 from collections import deque
@@ -292,6 +293,21 @@ class RedisConnection(asyncio.Protocol):
     @property
     def is_closed(self) -> bool:
         return self._closed.done()
+
+    def stale(self) -> bool:
+        """Whether the connection is closed, or, with no request out, has input waiting: nothing
+        is owed to it then, so that is an EOF (the server closed it, e.g. a restart) or garbage.
+        Asked of the socket itself, because the event loop may not have run since the peer
+        closed it (the connection would not know yet)."""
+        if self._closed.done():
+            return True
+        if self._pending or self._corked is not None or self._transport is None:
+            return False
+        sock = self._transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+        return bool(readable)
 
     async def request(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send `commands` and return one reply each, in order; error replies are exceptions in the

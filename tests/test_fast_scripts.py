@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-
 from redis.exceptions import ResponseError
 
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable

@@ -96,6 +96,17 @@ async def test_a_killed_connection_fails_every_request_out(
     assert conn.is_closed
 
 
+async def test_a_connection_closed_while_the_loop_did_not_run_is_stale(conn: RedisConnection) -> None:
+    """Before the event loop reads the EOF, only the socket knows: stale() asks it."""
+    await conn.request([("CLIENT", "SETNAME", "t-stale")])
+    assert not conn.stale()
+    admin = redis.Redis(port=conn.spec.port)
+    admin.execute_command("CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal")
+    admin.close()
+    assert not conn.is_closed  # the loop has not run since
+    assert conn.stale()
+
+
 async def test_an_idle_connection_closed_by_the_server_is_closed(conn: RedisConnection) -> None:
     await conn.request([("CONFIG", "SET", "timeout", "1")])
     try:
