@@ -18,15 +18,20 @@ before the clock starts.
     swssd -> C++     swssd's producer, libswsscommon's consumer
 
 ZMQ runs over tcp://127.0.0.1 (SONiC's orchagent endpoint is tcp, port 8100), persistence off
-(as fpmsyncd -> orchagent). swssd runs on uvloop. Rounds are interleaved (the order of the rows
-rotates every round); the table has the medians of --repeat rounds. Without a sonic-swss-common
-tree (--swss-common or $SWSS_COMMON_DIR, else ../cpp/env.sh beside the repository), only swssd runs.
+(as fpmsyncd -> orchagent). swssd runs on uvloop. Each swssd process, once set up and before it
+says "ready", collects and freezes what start-up built (gc.collect(); gc.freeze()), as
+`swssd run` does after its start-up: otherwise the first full collection after the imports
+(20-90 ms here) lands inside the timed run of a fresh process; --no-freeze leaves the GC alone.
+Rounds are interleaved (the order of the rows rotates every round); the table has the medians of
+--repeat rounds. Without a sonic-swss-common tree (--swss-common or $SWSS_COMMON_DIR, else
+../cpp/env.sh beside the repository), only swssd runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -36,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import redis
 import uvloop
@@ -54,7 +60,14 @@ def route_key(i: int) -> str:
 # -- the swssd roles (run as subprocesses of this file) -----------------------------------------
 
 
-async def swssd_produce(kind: str, url: str, endpoint: str, count: int) -> None:
+def started(freeze: bool) -> None:
+    """What `swssd run` does once started: what start-up built is not scanned again."""
+    if freeze:
+        gc.collect()
+        gc.freeze()
+
+
+async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
     from swssd import DBConnector, ProducerStateTable
     from swssd.zmq import ZmqClient, ZmqProducerStateTable
 
@@ -67,6 +80,7 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int) -> None:
     else:
         rp = ProducerStateTable(db, TABLE, buffered=True)
         await db.load_scripts([])
+    started(freeze)
     print("ready", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
     print(time.monotonic_ns(), flush=True)
@@ -86,19 +100,21 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int) -> None:
     await db.close()
 
 
-async def swssd_consume(kind: str, url: str, endpoint: str, count: int) -> None:
+async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
     from swssd import ConsumerStateTable, DBConnector, Select
     from swssd.zmq import ZmqConsumerStateTable, ZmqServer
 
     db = await DBConnector.from_url(url, db_id=0, separator=":", name="APPL_DB")
     sel = Select()
     server = None
+    consumer: ZmqConsumerStateTable | ConsumerStateTable
     if kind == "zmq":
         server = ZmqServer(endpoint)
         consumer = ZmqConsumerStateTable(db, TABLE, server, 128)
     else:
         consumer = ConsumerStateTable(db, TABLE, 128)
     await sel.add(consumer)
+    started(freeze)
     print("ready", flush=True)
     got, first, last = 0, 0, 0
     while got < count:
@@ -128,16 +144,17 @@ def free_endpoint() -> str:
 
 
 def command(
-    side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None
+    side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None,
+    freeze: bool = True,
 ) -> list[str]:
     if side == "cpp":
         assert binary is not None
         return [str(binary), role, str(db_config), endpoint, str(count)]
     return [sys.executable, str(Path(__file__).resolve()), "--role", role, "--kind", kind,
-            "--url", url, "--endpoint", endpoint, "--count", str(count)]
+            "--url", url, "--endpoint", endpoint, "--count", str(count)] + ([] if freeze else ["--no-freeze"])
 
 
-def expect(stream, word: str) -> str:  # type: ignore[no-untyped-def]
+def expect(stream: IO[str], word: str) -> str:
     """The next line starting with `word` (log lines before it are skipped)."""
     while True:
         line = stream.readline()
@@ -148,14 +165,15 @@ def expect(stream, word: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def run_pair(
-    producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None
+    producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
+    freeze: bool = True,
 ) -> float:
     """Seconds from the producer's first send to the consumer's last pop."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary),
+    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze),
                             stdout=subprocess.PIPE, text=True, env=env)
-    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary),
+    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     assert cons.stdout is not None and prod.stdout is not None and prod.stdin is not None
     try:
@@ -177,7 +195,7 @@ def run_pair(
         prod.stdin.write("quit\n")
         prod.stdin.flush()
         prod.wait(timeout=60)
-        return (result["last_ns"] - start_ns) / 1e9
+        return float(result["last_ns"] - start_ns) / 1e9
     finally:
         for p in (cons, prod):
             if p.poll() is None:
@@ -225,6 +243,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--swss-common", type=Path, default=os.environ.get("SWSS_COMMON_DIR"))
     parser.add_argument("--rows", nargs="+", help="only these rows (labels as printed)")
+    parser.add_argument("--no-freeze", action="store_true", help="no gc.collect()/gc.freeze() after set-up")
     parser.add_argument("--role", choices=["produce", "consume"], help=argparse.SUPPRESS)
     parser.add_argument("--kind", choices=["zmq", "redis"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -233,7 +252,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.role:
         role = swssd_produce if args.role == "produce" else swssd_consume
-        uvloop.run(role(args.kind, args.url, args.endpoint, args.count))
+        uvloop.run(role(args.kind, args.url, args.endpoint, args.count, not args.no_freeze))
         return
 
     sys.path.insert(0, str(ROOT))
@@ -256,7 +275,7 @@ def main() -> None:
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds = run_pair(producer, consumer, kind, n, url, db_config, binary)
+                    seconds = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze)
                     results[n].setdefault(label, []).append(seconds)
                     print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s",
                           flush=True)
