@@ -171,6 +171,7 @@ class RedisConnection(asyncio.Protocol):
         self._watchdog: asyncio.TimerHandle | None = None
         #: loop time of the last reply, or of the first request sent while none was out
         self._progress = 0.0
+        self._fileno = -1
         #: writes to the socket (a write carries every request of an iteration): for tests and stats
         self.writes = 0
 
@@ -230,10 +231,10 @@ class RedisConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # a stream transport (uvloop's are not subclasses)
-        if self.spec.keepalive and not self.spec.path:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock = transport.get_extra_info("socket")
+        self._fileno = sock.fileno() if sock is not None else -1
+        if self.spec.keepalive and not self.spec.path and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader
@@ -303,10 +304,9 @@ class RedisConnection(asyncio.Protocol):
             return True
         if self._pending or self._corked is not None or self._transport is None:
             return False
-        sock = self._transport.get_extra_info("socket")
-        if sock is None:
+        if self._fileno < 0:
             return False
-        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+        readable, _, _ = select.select([self._fileno], [], [], 0)
         return bool(readable)
 
     async def request(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
