@@ -1,6 +1,7 @@
 -- swssd's daemon variant of consumer_state_table_pops.lua: the same changes to Redis for every
 -- entry it delivers (reported as the tracked variant does: {key, fieldvalues, delete pending}),
--- (the fields in one HSET: the same hash as the C++ script's HSET per field), plus what a daemon
+-- (the fields in one HSET: the same hash as the C++ script's HSET per field; the state hashes
+-- deleted by one DEL per batch), plus what a daemon
 -- needs so that no popped change is lost:
 -- * the delivered batch is added to the in-flight hash KEYS[4] under a new sequence number (from
 --   HINCRBY of its field 'seq'), in this same call, so a crashed daemon or a lost reply loses nothing;
@@ -21,6 +22,7 @@ for _, e in ipairs(expected) do
 end
 local ret = {}
 local dead = {}
+local staged = {} -- state hashes read: deleted by one DEL per batch
 local tablename = KEYS[2]
 local stateprefix = ARGV[2]
 local limit = tonumber(ARGV[4])
@@ -47,7 +49,7 @@ for i = 1, #keys do
       local t, value = excerpt(staging)
       table.insert(dead, cjson.encode({key = key, op = 'SET', value = value,
          reason = staging .. ' is a ' .. t .. ', not a hash'}))
-      redis.call('DEL', staging)
+      staged[#staged + 1] = staging
       if num == 1 then
          table.insert(ret, {key, {}, 1})
       end
@@ -67,8 +69,11 @@ for i = 1, #keys do
       else
          table.insert(ret, {key, fieldvalues, num})
       end
-      redis.call('DEL', staging)
+      staged[#staged + 1] = staging
    end
+end
+for j = 1, #staged, 1000 do -- in chunks: unpack() has a stack limit
+   redis.call('DEL', unpack(staged, j, math.min(j + 999, #staged)))
 end
 local seq
 if #ret > 0 then
