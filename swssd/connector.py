@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -246,7 +246,7 @@ class DBConnector:
             return []
         return await self._send_all(commands)
 
-    async def _send_all(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    def _send_all(self, commands: Sequence[tuple[Any, ...]]) -> Awaitable[list[Any]]:
         """Send commands on the connector's own connection and return their replies in order.
 
         redis-py's per-command layers (pool bookkeeping, retry wrapper, observability, a time-out
@@ -256,11 +256,17 @@ class DBConnector:
         coroutines setting at once cost one write per loop iteration (what a blocking client
         cannot do). Error replies come back as exceptions in the list. A connection lost after
         sending is raised to every call out on it, never resent here.
+
+        Not a coroutine itself: the caller awaits the connection's request directly (one frame
+        less on every call's way in and its reply's way out).
         """
         conn = self._own
         if conn is None or conn.stale():  # closed (e.g. a Redis restart), perhaps not noticed yet
-            conn = await self._reconnect()
-        return await conn.request(commands)
+            return self._reconnect_and_send(commands)
+        return conn.request(commands)
+
+    async def _reconnect_and_send(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        return await (await self._reconnect()).request(commands)
 
     async def _reconnect(self) -> RedisConnection:
         """The connector's own connection, newly opened; callers arriving meanwhile share the opening."""

@@ -60,10 +60,13 @@ class ProducerStateTable(TableBase):
         state_hash = self.state_prefix + self.key_name(key)
         args = ["G", key, *chain.from_iterable(pairs)]
         if self.fast_scripts:
-            await self._send((PST_SET_FAST, [self.channel, self.key_set, state_hash], args))
-            return
-        keys = [self.channel, self.key_set, *([state_hash] * len(pairs))]
-        await self._send((PST_SET, keys, args))
+            call: ScriptCall = (PST_SET_FAST, [self.channel, self.key_set, state_hash], args)
+        else:
+            call = (PST_SET, [self.channel, self.key_set, *([state_hash] * len(pairs))], args)
+        if self.buffered:
+            self._queued.append(call)
+        else:  # straight to the connector, not through _send: one coroutine less per call
+            await self.db.evalsha(*call)
 
     async def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:
         """Delete one entry: the consumer removes it from its table on the next pop."""
