@@ -195,22 +195,23 @@ class DBConnector:
         if script.sha not in self._loaded:
             await self.load_scripts((script,))
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        reply = await self._send_one(command, resend)
-        if isinstance(reply, NoScriptError):
-            self._loaded.clear()
-            await self.load_scripts((script,))
-            reply = await self._send_one(command, resend)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    async def _send_one(self, command: tuple[Any, ...], resend: bool) -> Any:
-        try:
-            return (await self._send_all((command,)))[0]
-        except CONNECTION_ERRORS:
-            if not resend:
-                raise
-            return (await self._send_all((command,)))[0]
+        resent = reloaded = False
+        while True:  # one loop, not a helper coroutine: this is every call's way
+            try:
+                reply = (await self._send_all((command,)))[0]
+            except CONNECTION_ERRORS:
+                if not resend or resent:
+                    raise
+                resent = True
+                continue
+            if isinstance(reply, NoScriptError) and not reloaded:
+                reloaded = True
+                self._loaded.clear()
+                await self.load_scripts((script,))
+                continue
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
 
     async def evalsha_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Send many EVALSHAs in one pipeline, in order.

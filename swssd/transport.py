@@ -318,11 +318,11 @@ class RedisConnection(asyncio.Protocol):
         if self._closed.done():
             self._closed.result()  # raises the error it closed with
         future: asyncio.Future[list[Any]] = self._loop.create_future()
-        packed = [pack_command(c) for c in commands]
+        packed = pack_command(commands[0]) if len(commands) == 1 else b"".join(map(pack_command, commands))
         if self._corked is not None:
-            self._corked += packed
+            self._corked.append(packed)
         elif self._pending:
-            self._corked = packed
+            self._corked = [packed]
             self._loop.call_soon(self._flush)
         else:
             self._write(packed)
@@ -336,17 +336,17 @@ class RedisConnection(asyncio.Protocol):
         """Write a command whose replies go to `on_push` (SUBSCRIBE and the like)."""
         if self._closed.done():
             self._closed.result()
-        self._write([pack_command(command)])
+        self._write(pack_command(command))
 
-    def _write(self, packed: list[bytes]) -> None:
+    def _write(self, data: bytes) -> None:
         assert self._transport is not None
-        self._transport.write(packed[0] if len(packed) == 1 else b"".join(packed))
+        self._transport.write(data)
         self.writes += 1
 
     def _flush(self) -> None:
         corked, self._corked = self._corked, None
         if corked and not self._closed.done():
-            self._write(corked)
+            self._write(b"".join(corked))
 
     def _check_progress(self) -> None:
         self._watchdog = None
