@@ -7,6 +7,7 @@ import gzip
 import importlib.util
 import itertools
 import json
+import os
 import random
 import re
 import shutil
@@ -601,6 +602,8 @@ def test_the_command_is_quiet_unless_verbose(tmp_path: Path) -> None:
         [sys.executable, "-m", "swssd.replay", "state", str(capture.parent), "--output", str(tmp_path / "out"),
          *SPARK_ARGS],
         capture_output=True, text=True, timeout=300,
+        # the class archive (and its one-time note) has tests of its own: test_replay_jvm.py
+        env={**os.environ, "SWSSD_REPLAY_CDS": "0", "XDG_CACHE_HOME": str(tmp_path / "cache")},
     )
     assert proc.returncode == 0, proc.stderr
     assert "1 entries in 1 tables" in proc.stdout

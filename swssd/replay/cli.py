@@ -7,10 +7,18 @@ extra the command explains how to install it instead of failing with a traceback
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .jvm import Start
 
 INSTALL_HINT = (
     "swssd replay needs PySpark (and a Java 17 runtime), which the daemon does not: "
@@ -114,9 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.errors import AnalysisException
 
     from .commands import COMMANDS, UsageError
+    from .jvm import C1_INPUT_BYTES, is_small
     from .paths import NoInputError, resolve_inputs
     from .progress import Progress
-    from .session import get_session
 
     try:
         resolved = resolve_inputs(args.inputs)
@@ -126,9 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in resolved.notes():
         print(f"swssd replay: {note}", file=sys.stderr)
     args.inputs = resolved.paths
-    spark = get_session(args.master, dict(args.conf), args.driver_memory, verbose=args.verbose)
+    small = is_small(args.inputs)
+    conf = dict(args.conf)
+    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES))
     try:
-        with Progress(spark):
+        with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
     except (UsageError, ValueError) as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
@@ -136,6 +146,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnalysisException as exc:
         print(f"swssd replay: {_first_line(exc)}", file=sys.stderr)
         return 2
+    finally:
+        if start is not None and start.dump_to is not None:
+            _stop_and_keep_archive(spark, start)
+
+
+def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool) -> tuple[SparkSession, Start | None]:
+    """The session, and how its JVM was started when this call started it (jvm.py)."""
+    from pyspark import SparkContext
+
+    from .jvm import plan
+    from .session import get_session
+
+    # a JVM already running (spark-submit's, or a session of the calling program) keeps its options
+    launches = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    start = plan(c1, conf.get("spark.driver.extraJavaOptions", "")) if launches else None
+    spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start)
+    return spark, start
+
+
+@contextlib.contextmanager
+def _small_input_conf(spark: SparkSession, small: bool, given: dict[str, str]) -> Iterator[None]:
+    """Spark SQL settings for a small input while the command runs (the user's --conf wins);
+    restored after, for a program that runs more commands in the same session."""
+    from .jvm import SMALL_SQL_CONF
+
+    changed = {k: spark.conf.get(k, None) for k in SMALL_SQL_CONF if small and k not in given}
+    for key in changed:
+        spark.conf.set(key, SMALL_SQL_CONF[key])
+    try:
+        yield
+    finally:
+        for key, value in changed.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _stop_and_keep_archive(spark: SparkSession, start: Start) -> None:
+    """The command's JVM writes its class archive as it exits: stop it now, and keep the archive."""
+    from pyspark import SparkContext
+
+    from .jvm import finish
+
+    sys.stdout.flush()
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    finish(start, proc)
+    if proc is not None and proc.poll() is not None:
+        # the JVM is gone: a later session in this process launches a new one
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 def _first_line(exc: BaseException) -> str:

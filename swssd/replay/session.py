@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from .jvm import Start
 
 APP_NAME = "swssd-replay"
 #: Spark's logging while quiet: errors only (see the file)
@@ -25,6 +28,7 @@ def get_session(
     conf: dict[str, str] | None = None,
     driver_memory: str | None = None,
     verbose: bool = False,
+    start: Start | None = None,
 ) -> SparkSession:
     """The active session, or a new one.
 
@@ -32,6 +36,8 @@ def get_session(
     otherwise it is `master`, or `local[*]` by default. Timestamps are computed and shown in UTC.
     Unless `verbose`, Spark logs errors only, and in local mode it binds the loopback address
     (no "hostname resolves to a loopback address" warning, nothing listening beyond the host).
+    `start` adds JVM options when this call launches the JVM (see jvm.py); if the JVM does not
+    start with its class archive, the archive is dropped and the JVM started without it.
     """
     conf = dict(conf or {})
     builder = SparkSession.builder.appName(APP_NAME)
@@ -60,11 +66,33 @@ def get_session(
     if not verbose:
         quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
         conf[_JAVA_OPTIONS] = f"{quiet} {conf.get(_JAVA_OPTIONS, '')}".strip()
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if start is None or launched_by_spark_submit:
+        spark = _create(builder, conf)
+    else:
+        try:
+            spark = _create(builder, _with_java_options(conf, start.options))
+        except PySparkRuntimeError:
+            if start.archive is None and start.dump_to is None:
+                raise
+            # the JVM refused to start with CDS (a damaged archive the checks did not catch, a
+            # JDK without a base archive): start it without
+            start.drop_cds()
+            spark = _create(builder, _with_java_options(conf, start.options))
     _quiet(spark)
     return spark
+
+
+def _with_java_options(conf: dict[str, str], options: list[str]) -> dict[str, str]:
+    """The user's own options last, so that theirs win."""
+    out = dict(conf)
+    out[_JAVA_OPTIONS] = " ".join([*options, conf.get(_JAVA_OPTIONS, "")]).strip()
+    return out
+
+
+def _create(builder: SparkSession.Builder, conf: dict[str, str]) -> SparkSession:
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _quiet(spark: SparkSession) -> None:

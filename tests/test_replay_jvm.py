@@ -1,0 +1,212 @@
+"""The replay JVM's fast start (swssd/replay/jvm.py): the class archive made, used, and never a reason to fail.
+
+Fresh `python -m swssd.replay` processes with their own cache directory, real Spark in local mode:
+the first run writes the archive, the next maps it (seen in the JVM's class-loading log), and a
+damaged, forged or unwritable cache gives the same results as no cache at all. Plus the
+small-input Spark settings: the same outputs with and without them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession
+
+from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
+from swssd.replay import jvm
+from swssd.replay.cli import main
+
+RECORDS = [
+    {"ts": "2026-11-25T23:41:16.123456Z", "host": "sw1", "db": "APPL_DB", "table": "PORT_TABLE",
+     "key": "Ethernet0", "op": "SET", "fvs": [["mtu", "9100"], ["admin_status", "up"]], "seq": 1},
+    {"ts": "2026-11-25T23:41:17.000000Z", "host": "sw1", "db": "APPL_DB", "table": "PORT_TABLE",
+     "key": "Ethernet4", "op": "SET", "fvs": [["mtu", "1500"]], "seq": 2},
+]
+#: stderr lines a quiet run may print: the JVM's notice, progress, and the archive note (first run)
+ALLOWED_STDERR = ("WARNING: Using incubator modules", "swssd replay: running for ",
+                  "swssd replay: saving the JVM's class archive")
+ARCHIVE_MAPPED = "source: shared objects file (top)"
+
+
+def _capture(tmp_path: Path) -> Path:
+    path = tmp_path / "caps" / "sw1" / "swssd.capture.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    return path
+
+
+def _run(capture: Path, out: Path, cache: Path, *extra: str, quiet: bool = True) -> tuple[str, str]:
+    """One fresh process with this cache directory: (stdout with the output path as OUT, stderr)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), jvm.ENV_SWITCH: "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "swssd.replay", "state", str(capture), "--output", str(out), "--show", "5",
+         *extra],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if quiet:
+        noise = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(ALLOWED_STDERR)]
+        assert noise == [], proc.stderr
+    return proc.stdout.replace(str(out), "OUT"), proc.stderr
+
+
+def _archives(cache: Path) -> list[Path]:
+    return sorted((cache / "swssd").glob("replay-cds-*.jsa"))
+
+
+def _class_log(tmp_path: Path, name: str) -> tuple[Path, list[str]]:
+    log = tmp_path / f"{name}.log"
+    return log, ["--conf", f"spark.driver.extraJavaOptions=-Xlog:class+load=info:file={log}"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A cache in which a first run wrote the archive: (cache, capture, the first run's stdout)."""
+    tmp = tmp_path_factory.mktemp("jvm")
+    cache, capture = tmp / "cache", _capture(tmp)
+    first, err = _run(capture, tmp / "out", cache)
+    assert "saving the JVM's class archive" in err
+    return cache, capture, first
+
+
+def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: tuple[Path, Path, str], tmp_path: Path) -> None:
+    cache, capture, first = made
+    assert "2 entries in 1 tables" in first and "Ethernet4" in first
+    (archive,) = _archives(cache)
+    assert int(Path(f"{archive}.size").read_text()) == archive.stat().st_size > 0
+    assert not list((cache / "swssd").glob("*.tmp"))
+    log, extra = _class_log(tmp_path, "mapped")
+    second, err = _run(capture, tmp_path / "out", cache, *extra)
+    assert second == first
+    assert "saving the JVM's class archive" not in err
+    assert ARCHIVE_MAPPED in log.read_text()
+
+
+def _damaged_cache(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> Path:
+    """A copy of the made cache with its archive damaged; its recorded size kept right."""
+    cache = tmp_path / "cache"
+    (archive,) = _archives(made[0])
+    (cache / "swssd").mkdir(parents=True)
+    copy = cache / "swssd" / archive.name
+    data = bytearray(archive.read_bytes())
+    if damage == "flipped":  # bytes changed in the middle: the JVM's checksum catches it
+        data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64
+    elif damage == "truncated":  # and its recorded size forged to match: the JVM itself fails
+        data = data[: len(data) // 3]
+    elif damage == "garbage":
+        data = bytearray(b"not an archive" * 100)
+    copy.write_bytes(bytes(data))
+    Path(f"{copy}.size").write_text(f"{len(data)}\n")
+    return cache
+
+
+@pytest.mark.parametrize("damage", ["flipped", "garbage", "truncated"])
+def test_a_damaged_archive_gives_the_same_results(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> None:
+    cache = _damaged_cache(made, tmp_path, damage)
+    log, extra = _class_log(tmp_path, damage)
+    # a JVM that crashes on the forged archive prints its report on stdout before the gateway retry
+    out, _ = _run(made[1], tmp_path / "out", cache, *extra, quiet=damage != "truncated")
+    if damage == "truncated":
+        out = out[out.index("read 2 lines"):]
+        assert not _archives(cache)  # refused at start: dropped, a later run makes a new one
+    assert out == made[2]
+    assert ARCHIVE_MAPPED not in log.read_text()
+
+
+def test_an_unwritable_cache_directory_is_no_problem(made: tuple[Path, Path, str], tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("the cache directory cannot be made under a file, not even by root\n")
+    out, err = _run(made[1], tmp_path / "out", blocker / "cache")
+    assert out == made[2]
+    assert "saving the JVM's class archive" not in err
+
+
+# -- the decisions, without a JVM ---------------------------------------------------------
+
+
+def test_plan_uses_a_complete_archive_and_makes_one_otherwise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(jvm.ENV_SWITCH, raising=False)
+    monkeypatch.setattr(jvm, "fingerprint", lambda: "k")
+    monkeypatch.setattr(jvm, "_java", lambda: Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java"))
+    if not Path("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/classes.jsa").is_file():
+        pytest.skip("no Debian Java 17 with a base CDS archive")
+    first = jvm.plan(c1=False, directory=tmp_path)
+    assert first.archive is None and first.dump_to is not None
+    assert f"-XX:ArchiveClassesAtExit={first.dump_to}" in first.options
+    assert "-XX:TieredStopAtLevel=1" not in first.options
+    archive = tmp_path / "replay-cds-k.jsa"
+    assert first.final == archive
+    archive.write_bytes(b"x" * 100)
+    assert jvm.plan(c1=True, directory=tmp_path).dump_to is not None  # no recorded size: incomplete
+    Path(f"{archive}.size").write_text("99\n")
+    assert jvm.plan(c1=True, directory=tmp_path).archive is None  # not the recorded size
+    Path(f"{archive}.size").write_text("100\n")
+    used = jvm.plan(c1=True, directory=tmp_path)
+    assert used.archive == archive and used.dump_to is None
+    assert f"-XX:SharedArchiveFile={archive}" in used.options and "-XX:TieredStopAtLevel=1" in used.options
+    used.drop_cds()
+    assert not archive.exists() and not any("Shared" in o for o in used.options)
+
+
+def test_plan_stays_out_of_the_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for directory, env, user in [
+        (blocker / "cache", None, ""),  # unwritable
+        (tmp_path, "0", ""),  # turned off
+        (tmp_path, None, "-XX:SharedArchiveFile=/their/own.jsa"),  # the user's own CDS
+    ]:
+        if env is None:
+            monkeypatch.delenv(jvm.ENV_SWITCH, raising=False)
+        else:
+            monkeypatch.setenv(jvm.ENV_SWITCH, env)
+        start = jvm.plan(c1=True, java_options=user, directory=directory)
+        assert start.archive is None and start.dump_to is None
+        assert not any("Archive" in o for o in start.options)
+
+
+def test_small_inputs_by_size(tmp_path: Path) -> None:
+    plain, packed = tmp_path / "a.jsonl", tmp_path / "b.jsonl.1.gz"
+    plain.write_bytes(b"x" * 1000)
+    packed.write_bytes(b"x" * 1000)
+    assert jvm.input_bytes([str(plain), str(packed)]) == 1000 + 1000 * jvm.GZ_FACTOR
+    assert jvm.input_bytes([str(plain), "hdfs://nn/caps"]) is None
+    assert jvm.is_small([str(plain)]) and not jvm.is_small(["s3a://bucket/caps"])
+    assert not jvm.is_small([str(plain), str(packed)], limit=8999) and jvm.is_small([str(packed)], limit=8000)
+
+
+# -- the small-input Spark settings: the same outputs ---------------------------------------
+
+
+def _outputs(spark: SparkSession, out: Path) -> dict[str, list[tuple[str, ...]]]:
+    found = {}
+    for d in sorted(p for p in out.rglob("*") if p.is_dir() and list(p.glob("*.parquet"))):
+        df = spark.read.parquet(str(d))
+        found[str(d.relative_to(out))] = sorted(tuple(str(v) for v in r) for r in df.collect())
+    return found
+
+
+@pytest.mark.parametrize("command", [["state", "--show", "20"], ["history", "--limit", "20"], ["stats"]])
+def test_small_input_settings_give_the_same_outputs(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    rec = Path(__file__).parent / "fixtures" / "swss_rec" / "sw-leaf1"
+    inputs = [str(rec / "swss.rec.1"), str(rec / "swss.rec"), str(_capture(tmp_path))]
+    seen = {}
+    for small in (True, False):
+        monkeypatch.setattr(jvm, "SMALL_INPUT_BYTES", 1 << 40 if small else -1)
+        out = tmp_path / f"out-{small}"
+        before = spark.conf.get("spark.sql.codegen.wholeStage")
+        assert main([command[0], *inputs, *command[1:], "--output", str(out)]) == 0
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == before  # restored after the command
+        seen[small] = (capsys.readouterr().out.replace(str(out), "OUT"), _outputs(spark, out))
+    assert seen[True][1] and seen[True] == seen[False]
