@@ -15,10 +15,11 @@ subscriber tables (a SET is the full entry, so it replaces) and makes 1 event in
 notification (never table state), to time and check those kinds too.
 
 `--cli-rounds N` (default 5; 0 skips it) also times the whole command on a 2-event capture, as a
-user runs it: `python -m swssd.replay state` in a fresh process, JVM start-up included.
+user runs it: `python -m swssd.replay state` in a fresh process, JVM start-up included; with the
+class archive (swssd/replay/jvm.py), without it, and with `--baseline DIR` an earlier swssd tree.
 
 Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--sizes 1000000 4000000]
-     [--rounds 3] [--cli-rounds 5] [--keep DIR]
+     [--rounds 3] [--cli-rounds 5] [--keep DIR] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -163,31 +164,58 @@ TINY = [
 ]
 
 
-def time_tiny_cli(base: Path, rounds: int) -> None:
-    """The 2-event capture through the command line in a fresh process: what a user waits for."""
+def _tiny_run(capture: Path, out: Path, env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "swssd.replay", "state", str(capture.parent), "--output", str(out)],
+        # not in the repository: `-m` puts the working directory first on sys.path
+        capture_output=True, text=True, env=env, cwd=capture.parent,
+    )
+    elapsed = time.perf_counter() - t
+    if proc.returncode != 0 or "2 entries in 1 tables" not in proc.stdout:
+        raise SystemExit(f"replay state of the 2-event capture failed:\n{proc.stdout}\n{proc.stderr}")
+    return elapsed
+
+
+def time_tiny_cli(base: Path, rounds: int, baseline: Path | None = None) -> None:
+    """The 2-event capture through the command line in a fresh process: what a user waits for.
+
+    Variants, interleaved round by round (the order alternating): `default` (the class archive in
+    its own cache directory, made by one untimed-as-such first run, which is reported apart: it
+    waits for the JVM to write the archive), `no-archive` (SWSSD_REPLAY_CDS=0: only the
+    small-input settings), and with --baseline DIR the swssd source tree in DIR (e.g. an earlier
+    commit: `git archive <commit> swssd | tar -x -C DIR`) on PYTHONPATH, as it was."""
     capture = base / "tiny" / "sw1" / "swssd.capture.jsonl"
     capture.parent.mkdir(parents=True, exist_ok=True)
     capture.write_text("\n".join(TINY) + "\n")
-    runs = []
-    for _ in range(rounds):
-        before = load()
-        t = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "swssd.replay", "state", str(capture.parent), "--output", str(base / "out-tiny")],
-            capture_output=True, text=True,
-        )
-        elapsed = time.perf_counter() - t
-        if proc.returncode != 0 or "2 entries in 1 tables" not in proc.stdout:
-            raise SystemExit(f"replay state of the 2-event capture failed:\n{proc.stdout}\n{proc.stderr}")
-        runs.append((elapsed, before))
-        print(f"2-event capture, CLI wall {elapsed:5.2f} s (load {before:.1f})")
-    print(f"2-event capture, CLI wall: median {median([r[0] for r in runs]):.2f} s of {rounds} "
-          f"(runs {', '.join(f'{r[0]:.1f}' for r in runs)}; load {', '.join(f'{r[1]:.1f}' for r in runs)})")
+    cache = base / "tiny-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k != "SWSSD_REPLAY_CDS"}
+    variants = {
+        "default": {**env, "XDG_CACHE_HOME": str(cache)},
+        "no-archive": {**env, "XDG_CACHE_HOME": str(cache), "SWSSD_REPLAY_CDS": "0"},
+    }
+    if baseline is not None:
+        variants["baseline"] = {**env, "PYTHONPATH": str(baseline)}
+    before = load()
+    first = _tiny_run(capture, base / "out-tiny", variants["default"])
+    print(f"2-event capture, first run (writes the class archive): {first:5.2f} s (load {before:.1f})")
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for r in range(rounds):
+        for name in (list(variants) if r % 2 == 0 else list(reversed(variants))):
+            before = load()
+            elapsed = _tiny_run(capture, base / "out-tiny", variants[name])
+            runs[name].append((elapsed, before))
+            print(f"2-event capture, CLI wall, {name:10s} {elapsed:5.2f} s (load {before:.1f})", flush=True)
+    for name, got in runs.items():
+        print(f"2-event capture, CLI wall, {name:10s}: median {median([x[0] for x in got]):.2f} s of {rounds} "
+              f"(runs {', '.join(f'{x[0]:.1f}' for x in got)}; load {', '.join(f'{x[1]:.1f}' for x in got)})")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 4_000_000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 4_000_000],
+                    help="event counts (none: only the 2-event command timing)")
     ap.add_argument("--small", action="store_true", help="100k and 400k events, for a quick run")
     ap.add_argument("--mixed", action="store_true",
                     help="subscriber tables and notifications among the events")
@@ -196,13 +224,15 @@ def main() -> None:
                     help="timed runs of the command on a 2-event capture (0: skip)")
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this directory")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="also time the 2-event command with the swssd source tree in DIR (on PYTHONPATH)")
     args = ap.parse_args()
     sizes = [100_000, 400_000] if args.small else args.sizes
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_replay_"))
     base.mkdir(parents=True, exist_ok=True)
     if args.cli_rounds:
-        time_tiny_cli(base, args.cli_rounds)
+        time_tiny_cli(base, args.cli_rounds, args.baseline)
     if not sizes:
         return
 
