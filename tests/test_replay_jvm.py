@@ -49,7 +49,8 @@ def _run(capture: Path, out: Path, cache: Path, *extra: str, quiet: bool = True)
     proc = subprocess.run(
         [sys.executable, "-m", "swssd.replay", "state", str(capture), "--output", str(out), "--show", "5",
          *extra],
-        capture_output=True, text=True, timeout=600, env=env,
+        # in its own directory: a JVM that crashes (the forged archive) leaves hs_err_pid*.log there
+        capture_output=True, text=True, timeout=600, env=env, cwd=out.parent,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     if quiet:
