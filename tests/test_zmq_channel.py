@@ -21,6 +21,7 @@ from swssd.zmq import (
     ZmqConsumerStateTable,
     ZmqProducerStateTable,
     ZmqServer,
+    serializer,
     sockets,
 )
 from swssd.zmq.serializer import MAX_MESSAGE_SIZE, header, read_one, serialize
@@ -223,57 +224,100 @@ async def test_repeated_fields_read_fast_and_routed_as_any_message(
     routes = ZmqConsumerStateTable(db, TABLE, server)
     other = ZmqConsumerStateTable(db, "OTHER", server)
     sel = Select()
-    await sel.add(routes)
-    await sel.add(other)
-    fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
-    one = serialize("APPL_DB", TABLE, [KFV("k0", "SET", fvs)])
-    key_at = 8 + len(header("APPL_DB", TABLE))
-    tail = one[key_at + 8 + 2:]
-    want_routes: list[KeyOpFieldsValues] = []
-    want_other: list[KeyOpFieldsValues] = []
-    malformed = [
-        (5).to_bytes(8, "little") + one[8:],                                  # a pair count not the tail's
-        one[:key_at] + (100).to_bytes(8, "little") + b"k0" + tail,             # the key's length past the end
-        one[:-1],                                                             # truncated
-    ]
-    for i in range(300):
-        key = f"10.{i}.0.0/16" if i % 7 else f"Ü{i}:|\x00"
-        if i % 11 == 3:
-            await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV(key, "SET", fvs)]))
-            want_other.append(KFV(key, "SET", fvs))
-        elif i % 13 == 5:
-            await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "DEL", [])]))
-            want_routes.append(KFV(key, "DEL", []))
-        elif i % 17 == 8:
-            await client.send_bytes(malformed[i % len(malformed)])
-            await client.send_bytes(serialize("STATE_DB", TABLE, [KFV(key, "SET", fvs)]))  # no consumer
-        else:
-            await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "SET", fvs)]))
-            want_routes.append(KFV(key, "SET", fvs))
-    got: dict[str, list[KeyOpFieldsValues]] = {TABLE: [], "OTHER": []}
-    deadline = time.monotonic() + WAIT
-    while len(got[TABLE]) + len(got["OTHER"]) < len(want_routes) + len(want_other) and time.monotonic() < deadline:
-        table = await sel.select(timeout=max(0.0, deadline - time.monotonic()))
-        if isinstance(table, ZmqConsumerStateTable):
-            got[table.name] += await table.pops()
-    assert got[TABLE] == want_routes
-    assert got["OTHER"] == want_other
-    assert len(fast) > len(want_routes) // 2  # most took the fast path
-    bad = sum(1 for i in range(300) if i % 11 != 3 and i % 13 != 5 and i % 17 == 8)
-    assert server.malformed == bad
-    assert server.dropped == bad
-    # the consumer of TABLE leaves: the next message of TABLE with known fields is dropped
-    await sel.remove(routes)
-    await routes.close()
-    fast.clear()
-    await client.send_bytes(serialize("APPL_DB", TABLE, [KFV("late", "SET", fvs)]))
-    await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV("last", "SET", fvs)]))
-    assert await receive(sel, other, 1) == [KFV("last", "SET", fvs)]
-    assert server.dropped == bad + 1
-    assert routes.waiting == 0
-    await sel.close()
-    await other.close()
-    client.close()
+    try:
+        await sel.add(routes)
+        await sel.add(other)
+        fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
+        one = serialize("APPL_DB", TABLE, [KFV("k0", "SET", fvs)])
+        key_at = 8 + len(header("APPL_DB", TABLE))
+        tail = one[key_at + 8 + 2:]
+        want_routes: list[KeyOpFieldsValues] = []
+        want_other: list[KeyOpFieldsValues] = []
+        malformed = [
+            (5).to_bytes(8, "little") + one[8:],                                  # a pair count not the tail's
+            one[:key_at] + (100).to_bytes(8, "little") + b"k0" + tail,             # the key's length past the end
+            one[:-1],                                                             # truncated
+        ]
+        for i in range(300):
+            key = f"10.{i}.0.0/16" if i % 7 else f"Ü{i}:|\x00"
+            if i % 11 == 3:
+                await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV(key, "SET", fvs)]))
+                want_other.append(KFV(key, "SET", fvs))
+            elif i % 13 == 5:
+                await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "DEL", [])]))
+                want_routes.append(KFV(key, "DEL", []))
+            elif i % 17 == 8:
+                await client.send_bytes(malformed[i % len(malformed)])
+                await client.send_bytes(serialize("STATE_DB", TABLE, [KFV(key, "SET", fvs)]))  # no consumer
+            else:
+                await client.send_bytes(serialize("APPL_DB", TABLE, [KFV(key, "SET", fvs)]))
+                want_routes.append(KFV(key, "SET", fvs))
+        got: dict[str, list[KeyOpFieldsValues]] = {TABLE: [], "OTHER": []}
+        deadline = time.monotonic() + WAIT
+        while len(got[TABLE]) + len(got["OTHER"]) < len(want_routes) + len(want_other) and time.monotonic() < deadline:
+            table = await sel.select(timeout=max(0.0, deadline - time.monotonic()))
+            if isinstance(table, ZmqConsumerStateTable):
+                got[table.name] += await table.pops()
+        assert got[TABLE] == want_routes
+        assert got["OTHER"] == want_other
+        assert len(fast) > len(want_routes) // 2  # most took the fast path
+        bad = sum(1 for i in range(300) if i % 11 != 3 and i % 13 != 5 and i % 17 == 8)
+        assert server.malformed == bad
+        assert server.dropped == bad
+        # the consumer of TABLE leaves: the next message of TABLE with known fields is dropped
+        await sel.remove(routes)
+        await routes.close()
+        fast.clear()
+        await client.send_bytes(serialize("APPL_DB", TABLE, [KFV("late", "SET", fvs)]))
+        await client.send_bytes(serialize("APPL_DB", "OTHER", [KFV("last", "SET", fvs)]))
+        assert await receive(sel, other, 1) == [KFV("last", "SET", fvs)]
+        assert server.dropped == bad + 1
+        assert routes.waiting == 0
+    finally:  # a failed check must not leave a ZMQ context to hang the interpreter's exit
+        await sel.close()
+        await other.close()
+        await routes.close()
+        client.close()
+
+
+async def test_read_one_rests_while_every_message_has_its_own_fields(
+    db: DBConnector, server: ZmqServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages whose fields never repeat: read_one() is tried on a few, then left alone for
+    _FAST_PAUSE messages; once fields repeat it reads them again. Every change arrives in order."""
+    monkeypatch.setattr(sockets, "_BURST", 10)
+    monkeypatch.setattr(sockets, "_FAST_JUDGE", 50)
+    monkeypatch.setattr(sockets, "_FAST_PAUSE", 200)
+    monkeypatch.setattr(serializer, "_tails", {})  # nothing kept from earlier tests
+    calls = [0, 0]  # tried, read
+
+    def counting(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
+        got = read_one(data, head)
+        calls[0] += 1
+        calls[1] += got is not None
+        return got
+
+    monkeypatch.setattr(sockets, "read_one", counting)
+    client = ZmqClient(bound(server))
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    sel = Select()
+    try:
+        await sel.add(consumer)
+        unique = [KFV(f"k{i}", "SET", [("seq", str(i))]) for i in range(300)]
+        for change in unique:
+            await client.send_bytes(serialize("APPL_DB", TABLE, [change]))
+        assert await receive(sel, consumer, len(unique)) == unique
+        assert calls[1] == 0
+        assert calls[0] < 150  # 300 without the pause
+        repeated = [KFV(f"r{i}", "SET", [("nexthop", "10.0.0.1")]) for i in range(600)]
+        for change in repeated:
+            await client.send_bytes(serialize("APPL_DB", TABLE, [change]))
+        assert await receive(sel, consumer, len(repeated)) == repeated
+        assert calls[1] >= 300
+    finally:  # a failed check must not leave a ZMQ context to hang the interpreter's exit
+        await sel.close()
+        await consumer.close()
+        client.close()
 
 
 async def test_oversize_is_refused_before_sending(db: DBConnector, server: ZmqServer) -> None:

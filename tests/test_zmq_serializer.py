@@ -32,6 +32,7 @@ from swssd.zmq.serializer import (
     header,
     read_header,
     read_one,
+    remember_tail,
     serialize,
     serialize_one,
 )
@@ -310,6 +311,13 @@ def one_change(key: bytes, count: int, tail: bytes, head: bytes | None = None) -
     return n(count) + (head if head is not None else s(b"APPL_DB") + s(b"T")) + s(key) + tail
 
 
+def learn(data: bytes) -> None:
+    """What the server does with a one-change message deserialize() read."""
+    changes = deserialize(data)[2]
+    assert len(changes) == 1
+    remember_tail(data, changes[0])
+
+
 def test_read_one_reads_what_deserialize_saw_for_any_key() -> None:
     tail = s(b"2") + s(b"nexthop") + s(b"10.0.0.1") + s(b"ifname") + s("Ethernet0 é".encode())
     head = header("APPL_DB", "T")
@@ -317,6 +325,8 @@ def test_read_one_reads_what_deserialize_saw_for_any_key() -> None:
     assert read_one(first, head) is None  # not seen yet
     want = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0 é")]
     assert deserialize(first) == ("APPL_DB", "T", [KFV("10.0.0.0/24", "SET", want)])
+    assert read_one(first, head) is None  # deserialize() keeps nothing: the server asks
+    learn(first)
     for key, text in [(b"10.0.1.0/24", "10.0.1.0/24"), (b"", ""), ("中文:|\x00".encode(), "中文:|\x00"),
                       (b"\xff\xfe", b"\xff\xfe".decode("utf-8", "surrogateescape"))]:
         got = read_one(one_change(key, 4, tail), head)
@@ -328,14 +338,14 @@ def test_read_one_reads_what_deserialize_saw_for_any_key() -> None:
     a.fvs.append(("x", "y"))
     assert read_one(one_change(b"b", 4, tail), head) == KFV("b", "SET", want)
     # a DEL
-    deserialize(one_change(b"gone", 2, s(b"0")))
+    learn(one_change(b"gone", 2, s(b"0")))
     assert read_one(one_change(b"other", 2, s(b"0")), head) == KFV("other", "DEL", [])
 
 
 def test_read_one_leaves_everything_else_to_deserialize() -> None:
     tail = s(b"1") + s(b"f") + s(b"v")
     head = header("APPL_DB", "T")
-    deserialize(one_change(b"k", 3, tail))
+    learn(one_change(b"k", 3, tail))
     assert read_one(one_change(b"k", 3, tail), head) == KFV("k", "SET", [("f", "v")])
     others = [
         one_change(b"k", 4, tail),                                 # the pair count of another message
@@ -362,11 +372,11 @@ def test_read_one_leaves_everything_else_to_deserialize() -> None:
 def test_read_one_is_deserialize_or_nothing(
     db: str, table: str, changes: list[KeyOpFieldsValues], key: str, edits: list[tuple[int, int]], cut: int
 ) -> None:
-    """After deserialize() saw one-change messages, read_one() of any bytes (the same tails with
+    """After the tails of one-change messages were kept, read_one() of any bytes (the same tails with
     another key, changed bytes, cut short) returns exactly what deserialize() reads, or None."""
     head = header(db, table)
     for change in changes:
-        deserialize(serialize(db, table, [change]))  # kept until the cache is full (then all forgotten)
+        learn(serialize(db, table, [change]))  # kept until the cache is full (then all forgotten)
         data = bytearray(serialize(db, table, [KFV(key, change.op, change.fvs)]))
         assert read_one(bytes(data), head) == KFV(key, change.op, change.fvs)
         for pos, byte in edits:
@@ -381,10 +391,10 @@ def test_kept_tails_are_bounded() -> None:
     """Many distinct tails (every message its own fields) never keep more than _TAILS of them,
     and a tail longer than _TAIL_BYTES is not kept at all."""
     for i in range(serializer._TAILS + 50):
-        deserialize(serialize("APPL_DB", "T", [KFV("k", "SET", [("seq", str(i))])]))
+        learn(serialize("APPL_DB", "T", [KFV("k", "SET", [("seq", str(i))])]))
         assert len(serializer._tails) <= serializer._TAILS
     long_fvs = [("f", "v" * serializer._TAIL_BYTES)]
-    deserialize(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
+    learn(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
 
 

@@ -198,13 +198,6 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     """
     if not isinstance(data, bytes):
         data = bytes(data)
-    read = _deserialize(data)
-    if len(read[2]) == 1:
-        _remember_tail(data, read[2][0])
-    return read
-
-
-def _deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     size = len(data)
     shape = _shapes.get(size)
     if shape is not None and data.isascii():
@@ -244,12 +237,12 @@ def _deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
 # -- one-change messages of a known tail --------------------------------------------------------
 #
 # Every set() and delete() is a message of one change: count | db | table | key | then the
-# field count and the fields, "the tail". A producer repeats few tails (a route table: a few
-# next-hop groups), so the tail of each valid one-change message read is kept with what it
-# means. A message that starts with the (db, table) pair expected, has any key and then a tail
-# seen before, with the pair count that went with that tail, is exactly that key with those
-# fields: read_one() takes it apart in a few C calls, decoding only the key. The changes read so
-# share the field tuples (immutable); each has its own list.
+# field count and the fields, "the tail". A producer often repeats few tails (a route table: a
+# few next-hop groups), so the server keeps the tails of valid one-change messages it read
+# (remember_tail) with what they mean. A message that starts with the (db, table) pair expected,
+# has any key and then a tail kept, with the pair count that went with that tail, is exactly
+# that key with those fields: read_one() takes it apart in a few C calls, decoding only the key.
+# The changes read so share the field tuples (immutable); each has its own list.
 
 #: tails kept at most (then forgotten all at once), and the longest tail worth keeping
 _TAILS = 2048
@@ -260,8 +253,8 @@ _tails: dict[bytes, tuple[bytes, str, tuple[tuple[str, str], ...]]] = {}
 
 def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
     """The change of a one-change message of the table whose header() is `head`, when its tail
-    was seen before (by deserialize()); None for any other message, which deserialize() then
-    reads or rejects."""
+    was kept by remember_tail(); None for any other message, which deserialize() then reads or
+    rejects."""
     start = SIZE_T + len(head)  # the key's length
     if not (start + SIZE_T <= len(data) < MAX_MESSAGE_SIZE and data.startswith(head, SIZE_T)):
         return None
@@ -275,11 +268,13 @@ def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
     )
 
 
-def _remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
-    """Keep the tail of a valid one-change message, for read_one()."""
-    pos = SIZE_T
-    for _ in range(3):  # db, table, key
-        pos += SIZE_T + _unpack_from(data, pos)[0]
+def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
+    """Keep the tail of `data`, a one-change message deserialize() read as `change`, for
+    read_one(). Only for that: any other message would teach read_one() wrong changes."""
+    unpack_from = _unpack_from
+    pos = 2 * SIZE_T + unpack_from(data, SIZE_T)[0]  # past the db name
+    pos += SIZE_T + unpack_from(data, pos)[0]  # the table name
+    pos += SIZE_T + unpack_from(data, pos)[0]  # the key
     if len(data) - pos > _TAIL_BYTES:
         return
     if len(_tails) >= _TAILS:

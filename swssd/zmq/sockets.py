@@ -31,7 +31,15 @@ import zmq
 
 from ..errors import SwssdError
 from ..fields import KeyOpFieldsValues
-from .serializer import MAX_MESSAGE_SIZE, MessageTooLargeError, ZmqMessageError, header, read_one, serialize
+from .serializer import (
+    MAX_MESSAGE_SIZE,
+    MessageTooLargeError,
+    ZmqMessageError,
+    header,
+    read_one,
+    remember_tail,
+    serialize,
+)
 from .serializer import deserialize as _deserialize
 
 log = structlog.get_logger(__name__)
@@ -56,6 +64,10 @@ _NONE: dict[str, ZmqMessageHandler] = {}
 _send = getattr(getattr(zmq, "backend", None), "Socket", zmq.Socket).send
 #: messages this large or larger are handed over without a copy (pyzmq's copy_threshold)
 _COPY_BELOW = 65536
+#: read_one() is judged every this many messages, and paused for this many when it read less
+#: than a third of them
+_FAST_JUDGE = 512
+_FAST_PAUSE = 16384
 #: malformed messages logged one by one; past this, one line per _LOG_EVERY
 _LOG_FIRST = 100
 _LOG_EVERY = 1000
@@ -229,6 +241,9 @@ class ZmqServer:
         self._unrouted_logged: set[tuple[str, str]] = set()
         #: (header(), consumer) of the table the last message went to; None after (un)register
         self._route: tuple[bytes, ZmqMessageHandler] | None = None
+        #: messages left to read without trying read_one(), and what it did since last judged
+        self._fast_pause = 0
+        self._fast_tried = self._fast_slow = 0
         self._context: zmq.Context[zmq.Socket[bytes]] | None = None
         self._socket: zmq.Socket[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -302,25 +317,31 @@ class ZmqServer:
 
         A one-change message of the table the previous message went to, with fields seen
         before, is read by read_one() (most of a producer's set() calls); any other by
-        deserialize(), which also routes it and says what is wrong with a malformed one."""
+        deserialize(), which also routes it and says what is wrong with a malformed one. When
+        read_one() finds too little (every message its own fields, or many changes a message),
+        it is not tried for a while: trying and keeping tails would cost more than it saves."""
         sock = self._socket
         if sock is None:
             return
         recv = sock.recv
         read = _deserialize
         fast = read_one
+        remember = remember_tail
+        learn = self._fast_pause <= 0
         handlers = self._handlers
         again = zmq.Again
         burst: dict[ZmqMessageHandler, list[KeyOpFieldsValues]] = {}
         last_db = last_table = None
         # the header() of the table the last message went to (kept from the last burst while
-        # no consumer comes or goes), and that table's changes in this burst
+        # no consumer comes or goes) when read_one() is tried, and that table's changes
         head: bytes | None = None
         target: list[KeyOpFieldsValues] = []
         if self._route is not None:
             head, handler = self._route
             target = burst[handler] = []
-        received = 0
+            if not learn:
+                head = None
+        received = slow = 0
         more = True
         try:
             for _ in range(_BURST):
@@ -335,13 +356,13 @@ class ZmqServer:
                     if change is not None:
                         target.append(change)
                         continue
+                slow += 1
                 try:
                     db_name, table_name, changes = read(data)
                 except ZmqMessageError as exc:
                     self._malformed(data, exc)
                     continue
-                # The reader hands out the same name objects for a run of one table's messages.
-                if table_name is not last_table or db_name is not last_db:
+                if table_name != last_table or db_name != last_db:
                     found = handlers.get(db_name, _NONE).get(table_name)
                     if found is None:
                         self._unrouted(db_name, table_name)
@@ -349,8 +370,11 @@ class ZmqServer:
                         continue
                     target = burst.setdefault(found, [])
                     last_db, last_table = db_name, table_name
-                    head = header(db_name, table_name)
-                    self._route = (head, found)
+                    self._route = (header(db_name, table_name), found)
+                    if learn:
+                        head = self._route[0]
+                if learn and len(changes) == 1:
+                    remember(data, changes[0])
                 target += changes
         except zmq.ZMQError as exc:
             more = False
@@ -359,6 +383,7 @@ class ZmqServer:
                 self._loop.call_later(0.1, self._drain)  # type: ignore[union-attr]
         finally:
             self.received += received
+            self._judge_fast(received, slow, learn)
             for handler, changes in burst.items():
                 if not changes:
                     continue
@@ -369,6 +394,19 @@ class ZmqServer:
                     log.exception("zmq message handler failed", endpoint=self._where)
         if more:
             self._loop.call_soon(self._drain)  # type: ignore[union-attr]  # more may wait, unsaid
+
+    def _judge_fast(self, received: int, slow: int, tried: bool) -> None:
+        """Pause read_one() for _FAST_PAUSE messages when, over the last _FAST_JUDGE messages it
+        was tried on, it read fewer than a third of them; count the pause down otherwise."""
+        if not tried:
+            self._fast_pause -= received
+            return
+        self._fast_tried += received
+        self._fast_slow += slow
+        if self._fast_tried >= _FAST_JUDGE:
+            if self._fast_slow * 3 > self._fast_tried * 2:
+                self._fast_pause = _FAST_PAUSE
+            self._fast_tried = self._fast_slow = 0
 
     def _malformed(self, data: bytes, exc: ZmqMessageError) -> None:
         self.malformed += 1
