@@ -398,13 +398,17 @@ def test_kept_tails_are_bounded() -> None:
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
 
 
-def test_encoded_fields_are_bounded_and_exact() -> None:
+def test_encoded_fields_are_bounded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """The producer keeps at most _TAILS encoded field lists; equal fields in another list or
     tuple give the same bytes; fields that differ only in a way == ignores are not confused."""
+    monkeypatch.setattr(serializer, "_ENCODED_JUDGE", 10**9)  # never rests here
+    monkeypatch.setattr(serializer, "_encoded_pause", 0)
     head = header("APPL_DB", "T")
+    sizes = set()
     for i in range(serializer._TAILS + 50):
         serialize_one(head, "k", [("seq", str(i))])
-        assert len(serializer._encoded) <= serializer._TAILS
+        sizes.add(len(serializer._encoded))
+    assert max(sizes) == serializer._TAILS and len(serializer._encoded) < serializer._TAILS
     fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
     first = serialize_one(head, "a", fvs)
     assert serialize_one(head, "a", tuple(fvs)) == first == serialize("APPL_DB", "T", [KFV("a", "SET", fvs)])
@@ -414,3 +418,23 @@ def test_encoded_fields_are_bounded_and_exact() -> None:
     assert serialize_one(head, "b", bad).endswith(b"\xff")
     with pytest.raises(MessageTooLargeError):
         serialize_one(head, "x" * MAX_MESSAGE_SIZE, fvs)
+
+
+def test_encoded_fields_rest_while_they_never_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fields that never repeat: serialize_one keeps a few, then stops looking for _ENCODED_PAUSE
+    calls; fields that repeat are kept again after it. The bytes are the same throughout."""
+    monkeypatch.setattr(serializer, "_ENCODED_JUDGE", 50)
+    monkeypatch.setattr(serializer, "_ENCODED_PAUSE", 200)
+    monkeypatch.setattr(serializer, "_encoded", {})
+    monkeypatch.setattr(serializer, "_encoded_tries", 0)
+    monkeypatch.setattr(serializer, "_encoded_hits", 0)
+    monkeypatch.setattr(serializer, "_encoded_pause", 0)
+    head = header("APPL_DB", "T")
+    for i in range(300):
+        change = KFV(f"k{i}", "SET", [("seq", str(i))])
+        assert serialize_one(head, change.key, change.fvs) == serialize("APPL_DB", "T", [change])
+    assert len(serializer._encoded) < 150  # 300 without the rest
+    fvs = [("nexthop", "10.0.0.1")]
+    for i in range(600):
+        assert serialize_one(head, f"r{i}", fvs) == serialize("APPL_DB", "T", [KFV(f"r{i}", "SET", fvs)])
+    assert tuple(fvs) in serializer._encoded

@@ -97,13 +97,28 @@ def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> byte
     """serialize_with(head, [(key, op, fvs)]): the one-change message a set() or delete() sends,
     built without the general loop (the producer's hot path). The encoded fields of the last
     few thousand distinct field lists are kept (a route table repeats few next-hop groups):
-    then only the key is encoded."""
+    then only the key is encoded. When fewer than a third of the last _ENCODED_JUDGE calls found
+    their fields kept, nothing is looked up or kept for the next _ENCODED_PAUSE calls (fields
+    that never repeat would only pay for it)."""
+    global _encoded_tries, _encoded_hits, _encoded_pause
     pack = _pack
-    try:
-        pairs = tuple(fvs)
-        known = _encoded.get(pairs)
-    except TypeError:  # pairs that are lists: not hashable, encoded each time
-        pairs, known = (), None
+    pairs: tuple[tuple[str, str], ...] = ()
+    known = None
+    if _encoded_pause:
+        _encoded_pause -= 1
+    else:
+        try:
+            pairs = tuple(fvs)
+            known = _encoded.get(pairs)
+        except TypeError:  # pairs that are lists: not hashable, encoded each time
+            pairs = ()
+        _encoded_tries += 1
+        if known is not None:
+            _encoded_hits += 1
+        if _encoded_tries >= _ENCODED_JUDGE:
+            if _encoded_hits * 3 < _encoded_tries:
+                _encoded_pause = _ENCODED_PAUSE
+            _encoded_tries = _encoded_hits = 0
     try:
         k = key.encode()
         if known is not None:
@@ -134,6 +149,10 @@ def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> byte
 
 #: field/value pairs -> (pair count of a one-change message with them, their encoded tail)
 _encoded: dict[tuple[tuple[str, str], ...], tuple[bytes, bytes]] = {}
+#: serialize_one() judges the cache every _ENCODED_JUDGE calls, and rests it for _ENCODED_PAUSE
+_ENCODED_JUDGE = 512
+_ENCODED_PAUSE = 16384
+_encoded_tries = _encoded_hits = _encoded_pause = 0
 
 
 def _parts(changes: Sequence[KeyOpFieldsValues | Sequence[Any]], encode: Callable[[str], bytes]) -> list[bytes]:
