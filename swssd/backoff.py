@@ -50,6 +50,8 @@ def retry_delay(attempt: int, initial: float, maximum: float) -> float:
 
 def _doublings(initial: float, maximum: float) -> int:
     """How many doublings take `initial` to `maximum` (beyond that the delay stays capped)."""
+    if initial <= 0:  # zero never doubles into anything (it used to loop here forever): no wait, ever
+        return 0
     n = 0
     while initial * 2**n < maximum:
         n += 1

@@ -27,3 +27,8 @@ def test_retry_delay_is_jittered_within_half_and_all_of_the_capped_delay(attempt
     delays = {retry_delay(attempt, 0.1, 30.0) for _ in range(200)}
     assert all(full / 2 <= d <= full for d in delays)
     assert len(delays) > 1
+
+
+def test_an_initial_delay_of_zero_means_no_wait_and_does_not_hang() -> None:
+    backoff = Backoff(0, 5)
+    assert [backoff.next() for _ in range(3)] == [0, 0, 0]

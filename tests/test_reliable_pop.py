@@ -7,6 +7,7 @@ server and then the error a dropped connection raises is raised instead of the r
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -353,3 +354,30 @@ async def test_an_entry_with_many_fields_is_written_whole(db: DBConnector, kind:
     (task,) = tasks_of(await drain(source))
     assert task.op == "SET" and sorted(task.fvs) == sorted(fvs)
     assert sorted(await Table(db, "T").get("big")) == sorted(fvs)
+
+
+async def test_close_ends_a_clearing_task_that_lost_a_cancellation(
+    db: DBConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library call may swallow the cancellation meant for the clearing task, which then goes
+    back to waiting for progress: close() asks again instead of waiting for it forever."""
+    source = state_pop(db)
+    source.start()
+    swallowed = []
+
+    async def clear_that_swallows_one_cancellation() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if swallowed:
+                raise
+            swallowed.append(True)
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+
+    monkeypatch.setattr(source, "clear", clear_that_swallows_one_cancellation)
+    source._kept.append(1)
+    source.progress()
+    await asyncio.sleep(0.5)  # the clearing task waited clear_delay (0.05 s) and is in clear() now
+    monkeypatch.undo()
+    await asyncio.wait_for(source.close(1.0), 10)
+    assert swallowed == [True]

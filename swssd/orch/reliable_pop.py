@@ -312,10 +312,15 @@ class ReliablePop:
 
     async def close(self, timeout: float) -> None:
         """Remove what is finished (bounded by `timeout`) and stop the clearing task. Batches of
-        tasks not done stay in the record for the next start."""
+        tasks not done stay in the record for the next start.
+
+        The clearing task is cancelled until it ends: a cancellation that lands in a library call
+        can be lost (a shutdown of 50 tables once waited forever on one clearing task that had
+        gone back to waiting for progress)."""
         if self._clearer is not None:
-            self._clearer.cancel()
-            await asyncio.wait((self._clearer,))
+            while not self._clearer.done():
+                self._clearer.cancel()
+                await asyncio.wait((self._clearer,), timeout=0.1)
             self._clearer = None
         try:
             await asyncio.wait_for(self.clear(), timeout)
