@@ -116,7 +116,7 @@ async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: 
     await sel.add(consumer)
     started(freeze)
     print("ready", flush=True)
-    got, first, last = 0, 0, 0
+    got, first, last, cpu = 0, 0, 0, 0
     while got < count:
         table = await sel.select(timeout=60)
         if table is None:
@@ -126,8 +126,10 @@ async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: 
         last = time.monotonic_ns()
         if n and not first:
             first = start
+            cpu = time.process_time_ns()  # the process's CPU (every thread) from the first pop on
         got += n
-    print(json.dumps({"count": got, "first_ns": first, "last_ns": last}), flush=True)
+    cpu = time.process_time_ns() - cpu
+    print(json.dumps({"count": got, "first_ns": first, "last_ns": last, "cpu_ns": cpu}), flush=True)
     await sel.close()
     if server is not None:
         await server.close()
@@ -167,8 +169,9 @@ def expect(stream: IO[str], word: str) -> str:
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
     freeze: bool = True,
-) -> float:
-    """Seconds from the producer's first send to the consumer's last pop."""
+) -> tuple[float, float | None]:
+    """Seconds from the producer's first send to the consumer's last pop, and the swssd
+    consumer's CPU microseconds per change from its first pop on (None for C++)."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze),
@@ -195,7 +198,8 @@ def run_pair(
         prod.stdin.write("quit\n")
         prod.stdin.flush()
         prod.wait(timeout=60)
-        return float(result["last_ns"] - start_ns) / 1e9
+        cpu = float(result["cpu_ns"]) / 1e3 / count if "cpu_ns" in result else None
+        return float(result["last_ns"] - start_ns) / 1e9, cpu
     finally:
         for p in (cons, prod):
             if p.poll() is None:
@@ -270,24 +274,30 @@ def main() -> None:
         url = f"unix://{server.unix_socket}"
         flush = redis.Redis(unix_socket_path=server.unix_socket)
         results: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
+        cpus: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         for round_ in range(args.repeat):
             order = rows[round_ % len(rows):] + rows[:round_ % len(rows)]
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze)
+                    seconds, cpu = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze)
                     results[n].setdefault(label, []).append(seconds)
-                    print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s",
-                          flush=True)
+                    said = ""
+                    if cpu is not None:
+                        cpus[n].setdefault(label, []).append(cpu)
+                        said = f"  consumer CPU {cpu:.2f} us/change"
+                    print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s"
+                          f"{said}", flush=True)
         print()
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}
             best = {label: min(v) for label, v in results[n].items()}
             print(f"{n:,} changes, medians of {args.repeat} (and the best round):")
-            print("| path | seconds | changes/s | best seconds |")
-            print("| --- | ---: | ---: | ---: |")
+            print("| path | seconds | changes/s | best seconds | swssd consumer CPU us/change |")
+            print("| --- | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:
-                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} |")
+                cpu_med = f"{statistics.median(cpus[n][label]):.2f}" if label in cpus[n] else "-"
+                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} | {cpu_med} |")
             if len(med) < len(ROWS):
                 continue
             print(f"swssd ZMQ vs swssd Redis: {med['swssd Redis key-set'] / med['swssd ZMQ']:.1f}x")
