@@ -12,12 +12,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyspark")
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
@@ -74,8 +76,21 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     tmp = tmp_path_factory.mktemp("jvm")
     cache, capture = tmp / "cache", _capture(tmp)
     first, err = _run(capture, tmp / "out", cache)
-    assert "saving the JVM's class archive" in err
+    assert "saving the JVM's class archive" in err and "in the background" in err
+    _wait_for_archive(cache)
     return cache, capture, first
+
+
+def _wait_for_archive(cache: Path) -> None:
+    """The first run returned while its JVM writes the archive and a keeper takes it: wait for
+    the keeper to be done (the archive and its recorded size in place, no temporary file)."""
+    directory = cache / "swssd"
+    for _ in range(3000):
+        if _archives(cache) and all(Path(f"{a}.size").exists() for a in _archives(cache)) \
+                and not list(directory.glob("*.tmp")):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no archive kept in {directory}: {sorted(p.name for p in directory.iterdir())}")
 
 
 def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: tuple[Path, Path, str], tmp_path: Path) -> None:
@@ -120,6 +135,55 @@ def test_a_damaged_archive_gives_the_same_results(made: tuple[Path, Path, str], 
         assert not _archives(cache)  # refused at start: dropped, a later run makes a new one
     assert out == made[2]
     assert ARCHIVE_MAPPED not in log.read_text()
+
+
+def _damage(data: bytes, damage: str) -> bytes:
+    if damage == "flipped":  # bytes changed in the middle: the JVM's checksum catches it
+        return data[: len(data) // 2] + b"\xff" * 64 + data[len(data) // 2 + 64:]
+    if damage == "truncated":
+        return data[: len(data) // 3]
+    if damage == "garbage":
+        return b"not an archive" * 100
+    return data
+
+
+@pytest.mark.parametrize("damage", ["none", "flipped", "garbage", "truncated", "empty"])
+def test_the_keeper_keeps_only_an_archive_that_maps(
+    spark: SparkSession, made: tuple[Path, Path, str], tmp_path: Path, damage: str,
+) -> None:
+    """The keeper of a first run's archive checks it with a java of the same class path and
+    options as the JVM that wrote it (here the test session's JVM, on the same jars)."""
+    (archive,) = _archives(made[0])
+    pid = SparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    cmdline = [c for c in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if c]
+    dump_to, final = tmp_path / "replay-cds-k.1.tmp", tmp_path / "replay-cds-k.jsa"
+    dump_to.write_bytes(b"" if damage == "empty" else _damage(archive.read_bytes(), damage))
+    other = tmp_path / "replay-cds-old.jsa"  # another installation's: goes once one is kept
+    other.write_bytes(b"x")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    command = jvm.verify_command(cmdline, dump_to)
+    assert command is not None and "-Xshare:on" in command and not any("ArchiveClassesAtExit" in c for c in command)
+    job = {"pid": gone.pid, "started": "1", "dump_to": str(dump_to), "final": str(final), "verify": command}
+    kept = jvm.keep_when_exited(job)
+    assert kept == (damage == "none")
+    assert not dump_to.exists()
+    assert final.exists() == kept and other.exists() != kept
+    if kept:
+        assert int(Path(f"{final}.size").read_text()) == final.stat().st_size == archive.stat().st_size
+
+
+def test_the_keeper_waits_for_that_very_process(tmp_path: Path) -> None:
+    """A running process has a start time; an exited one (a zombie, or reaped) has none."""
+    assert jvm._proc_start_time(os.getpid())
+    child = subprocess.Popen(["true"])
+    while (Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0]) != "Z":
+        time.sleep(0.01)
+    assert jvm._proc_start_time(child.pid) is None  # exited, not yet reaped
+    child.wait()
+    assert jvm._proc_start_time(child.pid) is None
+    assert jvm.verify_command(["/bin/sh", "-c", "x"], tmp_path / "a.jsa") is None
+    assert jvm.hand_off(jvm.Start([]), os.getpid()) is False  # no archive to write
 
 
 def test_an_unwritable_cache_directory_is_no_problem(made: tuple[Path, Path, str], tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
 
@@ -136,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.inputs = resolved.paths
     small = is_small(args.inputs)
     conf = dict(args.conf)
-    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES))
+    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES), _warm_up_texts(args))
     try:
         with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
@@ -151,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _stop_and_keep_archive(spark, start)
 
 
-def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool) -> tuple[SparkSession, Start | None]:
-    """The session, and how its JVM was started when this call started it (jvm.py)."""
+def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool,
+             warm_up: list[str] | None = None) -> tuple[SparkSession, Start | None]:
+    """The session, and how its JVM was started when this call started it (jvm.py); a JVM
+    started here parses `warm_up` in a second thread while the session starts (_warm_up)."""
     from pyspark import SparkContext
 
     from .jvm import plan
@@ -161,8 +164,50 @@ def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool) -> tuple[
     # a JVM already running (spark-submit's, or a session of the calling program) keeps its options
     launches = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
     start = plan(c1, conf.get("spark.driver.extraJavaOptions", "")) if launches else None
-    spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start)
+    done = threading.Event()
+    if launches and warm_up:
+        threading.Thread(target=_warm_up, args=(warm_up, done), name="swssd-replay-warm-up", daemon=True).start()
+    try:
+        spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start)
+    finally:
+        done.set()
     return spark, start
+
+
+def _warm_up_texts(args: argparse.Namespace) -> list[str]:
+    """The projections of the input parsing (inputs.plan_texts) as `load` will build them, as
+    queries (unless the session's conf says otherwise; then the warm-up is only less exact)."""
+    from .inputs import InputOptions, plan_texts
+
+    opts = InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
+                        timezone=args.timezone, rec_db=args.rec_db)
+    try:
+        return [f"SELECT {', '.join(projection)} FROM t" for projection in plan_texts(opts)]
+    except ValueError:
+        return []
+
+
+def _warm_up(texts: list[str], done: threading.Event) -> None:
+    """Parse `texts` (queries) with Spark's SQL parser as soon as the JVM is up, while the main thread
+    waits for the SparkContext and SparkSession to start (some 2 s of mostly one core).
+
+    Why: the first expressions a fresh JVM parses cost about a second (ANTLR's grammar and its
+    prediction cache built on first use, class loading); that cache is shared by every parser,
+    so the command's own plan finds it ready. Only the parser is used (no session state), each
+    text is parsed and dropped, and any failure only means no warm-up."""
+    from pyspark import SparkContext
+
+    while not done.is_set() and SparkContext._jvm is None:
+        done.wait(0.02)
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return
+    try:
+        parser = jvm.org.apache.spark.sql.execution.SparkSqlParser()
+        for text in texts:
+            parser.parsePlan(text)
+    except Exception:  # a warm-up: the command parses (and reports) for real
+        return
 
 
 @contextlib.contextmanager
@@ -185,20 +230,44 @@ def _small_input_conf(spark: SparkSession, small: bool, given: dict[str, str]) -
 
 
 def _stop_and_keep_archive(spark: SparkSession, start: Start) -> None:
-    """The command's JVM writes its class archive as it exits: stop it now, and keep the archive."""
+    """The command's JVM writes its class archive as it exits: stop it now, and keep the archive.
+
+    Where it can (jvm.hand_off), the command does not wait: the JVM's stdout and stderr go to
+    /dev/null, a detached keeper takes the archive once the JVM is gone, and the command returns
+    while the JVM writes it. Otherwise it waits for the JVM (jvm.finish)."""
     from pyspark import SparkContext
 
-    from .jvm import finish
+    from .jvm import finish, hand_off
 
     sys.stdout.flush()
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
     spark.stop()
-    finish(start, proc)
-    if proc is not None and proc.poll() is not None:
-        # the JVM is gone: a later session in this process launches a new one
+    if proc is not None and start.dump_to is not None and _detach_output(gateway) and hand_off(start, proc.pid):
+        print(f"swssd replay: saving the JVM's class archive in {start.dump_to.parent} for faster starts "
+              "(once, in the background)", file=sys.stderr, flush=True)
+        if proc.stdin is not None:
+            proc.stdin.close()  # the JVM exits: it writes the archive on its own
+    else:
+        finish(start, proc)
+    if proc is not None and (proc.poll() is not None or proc.stdin is None or proc.stdin.closed):
+        # the JVM is gone or going: a later session in this process launches a new one
         SparkContext._gateway = None
         SparkContext._jvm = None
+
+
+def _detach_output(gateway: Any) -> bool:
+    """The JVM's stdout and stderr to /dev/null (Java's close of System.out/err redirects the file
+    descriptors there), so that it holds no pipe of the caller open while it writes the archive."""
+    try:
+        system = gateway.jvm.java.lang.System
+        system.out.flush()
+        system.err.flush()
+        system.out.close()
+        system.err.close()
+    except Exception:  # py4j or Java: then the command waits, as without a keeper
+        return False
+    return True
 
 
 def _first_line(exc: BaseException) -> str:

@@ -74,6 +74,13 @@ def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
     return counts
 
 
+def _write(df: DataFrame, path: str) -> DataFrame:
+    """Write `df` as Parquet and read it back with the schema it was written with: Spark would
+    otherwise run a job to read the schema from the files (one of a small replay's few jobs)."""
+    df.write.mode("overwrite").parquet(path)
+    return df.sparkSession.read.schema(df.schema).parquet(path)
+
+
 def _when(args: argparse.Namespace) -> str:
     return f"as of {args.as_of}" if args.as_of else "at the end of the input"
 
@@ -93,9 +100,8 @@ def _single_host(state: DataFrame) -> str | None:
 def run_state(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     path = out_path(args, "state")
-    fold_state(_events(inputs, args, args.db)).write.mode("overwrite").parquet(path)
+    written = _write(fold_state(_events(inputs, args, args.db)), path)
     _report_inputs(inputs, args)
-    written = spark.read.parquet(path)
     per_table = (
         written.groupBy("host", "db", "table").agg(F.count(F.lit(1)).alias("entries"))
         .orderBy("host", "db", "table").collect()
@@ -131,9 +137,9 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     events = _events(inputs, args, args.db).withColumnRenamed("dl_reason", "reason")
     path = out_path(args, "history")
-    events.orderBy("ord").select(*HISTORY_COLUMNS).write.mode("overwrite").parquet(path)
+    written = _write(events.orderBy("ord").select(*HISTORY_COLUMNS), path)
     _report_inputs(inputs, args)
-    total = spark.read.parquet(path).count()
+    total = written.count()
     print(f"history: {total} events -> {path}")
     if args.limit:
         first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
@@ -156,11 +162,11 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     st = stats_mod.compute(_events(inputs, args, args.db))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
-    st.tables.write.mode("overwrite").parquet(tables_path)
+    tables_written = _write(st.tables, tables_path)
     st.keys.write.mode("overwrite").parquet(keys_path)
-    st.notifications.write.mode("overwrite").parquet(notifications_path)
+    notifications_written = _write(st.notifications, notifications_path)
     _report_inputs(inputs, args)
-    tables = spark.read.parquet(tables_path).orderBy("host", "db", "table").collect()
+    tables = tables_written.orderBy("host", "db", "table").collect()
     print(f"per table -> {tables_path}")
     print(text_table(
         ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",
@@ -176,7 +182,7 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
         [(r["host"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
           r["active_minutes"], r["first_ts"], r["last_ts"]) for r in top],
     ))
-    ops = spark.read.parquet(notifications_path).orderBy(
+    ops = notifications_written.orderBy(
         F.desc("events"), "host", "db", "table", "op").limit(args.top).collect()
     if ops:
         print(f"\nnotifications per channel and op -> {notifications_path}")
@@ -212,8 +218,7 @@ def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
     else:
         state = state.join(diff_mod.dump_tables(dump), "table", "left_semi")
     path = out_path(args, "diff")
-    diff_mod.diff(state, dump).write.mode("overwrite").parquet(path)
-    found = spark.read.parquet(path)
+    found = _write(diff_mod.diff(state, dump), path)
     by_kind = found.groupBy("table", "kind").agg(
         F.count(F.lit(1)).alias("fields"), F.count_distinct("key").alias("entries")
     ).orderBy("table", "kind").collect()

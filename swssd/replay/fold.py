@@ -22,28 +22,38 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .inputs import Quote, quote_name, quoting, sql_string
+
 KEY_COLUMNS = ["host", "db", "table", "key"]
 #: the kinds whose SET carries the whole entry (it replaces what was there)
 REPLACING_KINDS = ("subscriber", "zmq")
 STATE_COLUMNS = [*KEY_COLUMNS, "fields"]
 
 
-def matches(column: str, patterns: Sequence[str] | None) -> Column | None:
-    """Any of the patterns: exact text, or a shell glob when it has * ? or [."""
+def matches_sql(column: str, patterns: Sequence[str] | None, q: Quote = sql_string) -> str | None:
+    """Any of the patterns, as SQL text: exact text, or a shell glob when it has * ? or [.
+    `q` writes the literals (inputs.quoting: as the session's parser reads them)."""
     if not patterns:
         return None
+    name = quote_name(column)
     exact = [p for p in patterns if not any(c in p for c in "*?[")]
     globs = [p for p in patterns if p not in exact]
-    conds = [F.col(column).isin(exact)] if exact else []
-    conds += [F.col(column).rlike(fnmatch.translate(g)) for g in globs]
+    conds = [f"({name} IN ({', '.join(q(p) for p in exact)}))"] if exact else []
+    conds += [f"({name} RLIKE {q(fnmatch.translate(g))})" for g in globs]
     out = conds[0]
     for c in conds[1:]:
-        out = out | c
+        out = f"({out} OR {c})"
     return out
 
 
-def timestamp_us(us: int) -> Column:
-    return F.expr(f"timestamp_micros({int(us)})")
+def matches(column: str, patterns: Sequence[str] | None) -> Column | None:
+    """Any of the patterns: exact text, or a shell glob when it has * ? or [."""
+    text = matches_sql(column, patterns)
+    return None if text is None else F.expr(text)
+
+
+def timestamp_us(us: int) -> str:
+    return f"timestamp_micros({int(us)})"
 
 
 def select_events(
@@ -56,14 +66,16 @@ def select_events(
     tables: Sequence[str] | None = None,
     keys: Sequence[str] | None = None,
 ) -> DataFrame:
-    """Events in a time range (both ends inclusive) and matching the filters."""
+    """Events in a time range (both ends inclusive) and matching the filters (SQL text: one py4j
+    call per filter, see inputs.py)."""
+    q = quoting(events.sparkSession) if hosts or dbs or tables or keys else sql_string
     conds = [
-        matches("host", hosts),
-        matches("db", dbs),
-        matches("table", tables),
-        matches("key", keys),
-        F.col("ts") <= timestamp_us(as_of_us) if as_of_us is not None else None,
-        F.col("ts") >= timestamp_us(since_us) if since_us is not None else None,
+        matches_sql("host", hosts, q),
+        matches_sql("db", dbs, q),
+        matches_sql("table", tables, q),
+        matches_sql("key", keys, q),
+        f"(ts <= {timestamp_us(as_of_us)})" if as_of_us is not None else None,
+        f"(ts >= {timestamp_us(since_us)})" if since_us is not None else None,
     ]
     for cond in conds:
         if cond is not None:
@@ -90,20 +102,22 @@ _FIELDS = (
 _NONEMPTY = f"filter(array(named_struct('fields', {_FIELDS})), s -> size(s.fields) > 0)"
 
 
+_KEYS_SQL = [quote_name(c) for c in KEY_COLUMNS]
+_REPLACING_SQL = ", ".join(f"'{k}'" for k in REPLACING_KINDS)
+
+
 def fold_state(events: DataFrame) -> DataFrame:
     """host, db, table, key, fields (map) of every entry that exists after the events."""
-    kind = F.col("kind")
-    live = events.where(~F.col("dead_letter") & ~kind.eqNullSafe("notification"))
-    is_del = F.col("op") == "DEL"
-    resets = is_del | kind.isin(*REPLACING_KINDS)
+    live = events.where("((NOT dead_letter) AND (NOT (kind <=> 'notification')))")
+    is_del = "(op = 'DEL')"
     # Computed in a projection, not inside the aggregate functions, which would evaluate them
     # row by row without code generation.
-    per_key = live.select(
-        *KEY_COLUMNS,
-        F.when(resets, F.col("ord")).alias("reset"),
-        F.when(~is_del, F.struct(F.col("ord").alias("ord"), F.col("fvs").alias("fvs"))).alias("set"),
+    per_key = live.selectExpr(
+        *_KEYS_SQL,
+        f"CASE WHEN ({is_del} OR (kind IN ({_REPLACING_SQL}))) THEN ord END AS reset",
+        f"CASE WHEN (NOT {is_del}) THEN named_struct('ord', ord, 'fvs', fvs) END AS set",
     ).groupBy(*KEY_COLUMNS).agg(
-        F.max("reset").alias("last_reset"),
-        F.collect_list("set").alias("sets"),
+        F.expr("max(reset) AS last_reset"),
+        F.expr("collect_list(set) AS sets"),
     )
-    return per_key.select(*KEY_COLUMNS, F.inline(F.expr(_NONEMPTY)))
+    return per_key.selectExpr(*_KEYS_SQL, f"inline({_NONEMPTY})")

@@ -37,11 +37,11 @@ to replay it. swss.rec does not say which lines a subscriber wrote, so their SET
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from py4j.protocol import Py4JJavaError
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -106,11 +106,11 @@ class Inputs:
 
     @property
     def events(self) -> DataFrame:
-        return self.lines.where(F.col("line_kind") == "event").select(*EVENT_COLUMNS)
+        return self.lines.where("line_kind = 'event'").selectExpr(*map(quote_name, EVENT_COLUMNS))
 
     @property
     def rejects(self) -> DataFrame:
-        return self.lines.where(F.col("line_kind") == "reject").select(*REJECT_COLUMNS)
+        return self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS)
 
     def counts(self) -> dict[str, int]:
         """lines, events, markers, blank, rejects: available once an action has run."""
@@ -124,8 +124,43 @@ class Inputs:
 
 _UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", "Universal"}
 
+# The parse is SQL expression text, not Column objects: every Column function is a py4j call into
+# the JVM (about 1 ms each in a freshly started one), and the few thousand of them the plan took
+# cost a small replay seconds; a selectExpr of text is about one call per expression (BENCHMARKS.md,
+# "Replay start-up"). The expressions are the ones the Column functions built, so the plans and
+# results are the same. Higher-order functions use fixed lambda variable names (Python lambdas get
+# fresh names on every call, which end up in the generated Java code, so every command would
+# compile its stages anew instead of finding them in Spark's code cache).
+_BIG = 1 << 30
 
-def _json_ts(ts: Column, utc_session: bool) -> Column:
+#: writes a SQL string literal (see quoting)
+Quote = Callable[[str], str]
+
+
+def sql_string(text: str, escapes: bool = True) -> str:
+    """`text` as a SQL string literal; `escapes`: whether the parser reads backslash escapes
+    (spark.sql.parser.escapedStringLiterals false, the default)."""
+    if escapes:
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if "'" not in text:
+        return f"'{text}'"
+    if '"' not in text:
+        return f'"{text}"'
+    raise ValueError(f"{text!r}: cannot be written with spark.sql.parser.escapedStringLiterals on")
+
+
+def quoting(spark: SparkSession) -> Quote:
+    """How this session's SQL parser wants string literals written."""
+    raw = str(spark.conf.get("spark.sql.parser.escapedStringLiterals", "false")).strip().lower() == "true"
+    return lambda text: sql_string(text, escapes=not raw)
+
+
+def quote_name(name: str) -> str:
+    """A column name for SQL text (`table` and `key` are keywords)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _json_ts(ts: str, utc_session: bool) -> str:
     """A JSON record's `ts` as a timestamp; null when it is not one.
 
     swssd writes `2026-11-25T23:41:16.123456Z`. Spark's general parser reads that too, but looks
@@ -133,197 +168,185 @@ def _json_ts(ts: Column, utc_session: bool) -> Column:
     rest of the line's parsing; when the session's zone is UTC, the fixed form is read as a local
     time there instead (the same parser, without the zone). Any other form takes the general way.
     """
-    general = F.try_to_timestamp(ts)
+    general = f"try_to_timestamp({ts})"
     if not utc_session:
         return general
-    canonical = (F.length(ts) == 27) & ts.endswith("Z")
-    return F.when(canonical, F.substring(ts, 1, 26).try_cast("timestamp_ntz").cast("timestamp")).otherwise(
-        general
-    )
+    return (f"CASE WHEN ((length({ts}) = 27) AND endswith({ts}, 'Z'))"
+            f" THEN CAST(try_cast(substring({ts}, 1, 26) AS TIMESTAMP_NTZ) AS TIMESTAMP) ELSE {general} END")
 
 
-def _rotation(file_name: Column) -> Column:
+def _rotation(file_name: str) -> str:
     """The N of name.N or name.N.gz (1 to 9 digits), else 0; without a regular expression."""
-    last = F.substring_index(file_name, ".", -1)
-    before_gz = F.substring_index(F.substring_index(file_name, ".", -2), ".", 1)
-    number = F.when(last == "gz", before_gz).otherwise(last)
-    digits = (F.length(number) >= 1) & (F.length(number) <= 9) & (F.translate(number, "0123456789", "") == "")
-    return F.when(digits, number.cast("int")).otherwise(0)
+    last = f"substring_index({file_name}, '.', -1)"
+    before_gz = f"substring_index(substring_index({file_name}, '.', -2), '.', 1)"
+    number = f"CASE WHEN ({last} = 'gz') THEN {before_gz} ELSE {last} END"
+    digits = f"(((length({number}) >= 1) AND (length({number}) <= 9)) AND (translate({number}, '0123456789', '') = ''))"
+    return f"CASE WHEN {digits} THEN CAST({number} AS INT) ELSE 0 END"
 
 
-def _parse_once(spark: SparkSession, paths: Sequence[str], utc_session: bool = False) -> DataFrame:
+def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
     """Every line read once, in one projection over the files: from_json for JSON lines, the
     op-token split and the checks that need the raw text for the others, and where the line came
     from. Each parse appears once here (a from_json or split used by several columns would
     otherwise be inlined into each), and nothing after this needs the raw line except the
-    rejects, so a command that does not write them does not carry the text any further."""
-    value = F.col("value")
-    is_json = value.startswith("{")
-    rec = ~is_json
-    meta = F.col("_metadata")
-    s1 = spark.read.text(list(paths)).select(
-        value,
-        meta["file_path"].alias("source"),
-        meta["file_block_start"].alias("block"),
-        F.monotonically_increasing_id().alias("line"),
-        _rotation(meta["file_name"]).alias("rotation"),
-        F.xxhash64(meta["file_path"]).alias("file"),
-        is_json.alias("is_json"),
-        F.when(is_json, F.from_json(value, JSON_SCHEMA)).alias("j"),
-        F.when(rec, F.split(F.substring(value, 28, 1 << 30), _OP_SPLIT, 2)).alias("parts"),
-        # a line starting with { is none of these: no regular expression (and no copy of the
-        # line as a Java string) for JSON lines
-        (rec & value.rlike(r"^\s*$")).alias("is_blank"),
-        (rec & value.rlike(_REC_TS + REC_STARTED + "$")).alias("is_marker"),
-        (rec & value.rlike(_REC_TS)).alias("rec_ts_ok"),
-        F.when(rec, F.try_to_timestamp(F.substring(value, 1, 26), F.lit(_REC_TS_FORMAT))).alias("local_ts"),
-    )
-    s2 = s1.select(
-        "*",
-        _json_ts(F.col("j.ts"), utc_session).alias("j_ts"),
-        F.try_element_at("parts", F.lit(1)).alias("table_key"),
-        # "SET|f:v|..." or "DEL"; null without an op token
-        F.try_element_at("parts", F.lit(2)).alias("tail"),
-    )
-    fields_text = F.substring("tail", 5, 1 << 30)
-    return s2.select(
-        "*",
-        F.regexp_extract("table_key", r"^([^:|]+)[:|]", 1).alias("rec_table"),
-        F.when(fields_text == "", F.array().cast("array<string>"))
-        .otherwise(F.split(fields_text, _FIELD_SPLIT))
-        .alias("tokens"),
-    )
+    rejects, so a command that does not write them does not carry the text any further.
+    Three projections, as expression text."""
+    is_json = "startswith(value, '{')"
+    rec = f"(NOT {is_json})"
+    blank = q(r"^\s*$")
+    fields_text = f"substring(tail, 5, {_BIG})"
+    return [
+        [
+            "value",
+            "_metadata.file_path AS source",
+            "_metadata.file_block_start AS block",
+            "monotonically_increasing_id() AS line",
+            f"{_rotation('_metadata.file_name')} AS rotation",
+            "xxhash64(_metadata.file_path) AS file",
+            f"{is_json} AS is_json",
+            f"CASE WHEN {is_json} THEN from_json(value, {q(JSON_SCHEMA.json())}) END AS j",
+            f"CASE WHEN {rec} THEN split(substring(value, 28, {_BIG}), {q(_OP_SPLIT)}, 2) END AS parts",
+            # a line starting with { is none of these: no regular expression (and no copy of the
+            # line as a Java string) for JSON lines
+            f"({rec} AND (value RLIKE {blank})) AS is_blank",
+            f"({rec} AND (value RLIKE {q(_REC_TS + REC_STARTED + '$')})) AS is_marker",
+            f"({rec} AND (value RLIKE {q(_REC_TS)})) AS rec_ts_ok",
+            f"CASE WHEN {rec} THEN try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)}) END AS local_ts",
+        ],
+        [
+            "*",
+            f"{_json_ts('j.ts', utc_session)} AS j_ts",
+            "try_element_at(parts, 1) AS table_key",
+            # "SET|f:v|..." or "DEL"; null without an op token
+            "try_element_at(parts, 2) AS tail",
+        ],
+        [
+            "*",
+            f"regexp_extract(table_key, {q(r'^([^:|]+)[:|]')}, 1) AS rec_table",
+            f"CASE WHEN ({fields_text} = '') THEN CAST(array() AS ARRAY<STRING>)"
+            f" ELSE split({fields_text}, {q(_FIELD_SPLIT)}) END AS tokens",
+        ],
+    ]
 
 
-# Higher-order functions are written in SQL, with fixed lambda variable names: PySpark's Python
-# lambdas get fresh names on every call, the names end up in the generated Java code, and so every
-# command would compile (and JIT) its stages anew instead of finding them in Spark's code cache.
-
-
-def _json_columns() -> dict[str, Column]:
-    j = F.col("j")
-    pairs = F.coalesce(j["fvs"], F.array().cast("array<array<string>>"))
-    # every pair is two non-null strings
-    bad_pair = F.expr(
-        "exists(j.fvs, p -> size(p) != 2 OR get(p, 0) IS NULL OR get(p, 1) IS NULL)"
-    )
-    notification = j["kind"].eqNullSafe("notification")
+def _json_columns(q: Quote) -> dict[str, str]:
+    not_notification = "(NOT (j.kind <=> 'notification'))"
+    kinds = ", ".join(q(k) for k in sorted(KINDS))
     reason = (
         # from_json gives a struct of nulls, never null, for text that is not a JSON object
-        F.when(j["ts"].isNull() & j["key"].isNull() & j["op"].isNull(), "malformed JSON")
-        .when(F.col("j_ts").isNull(), "bad or missing ts")
-        .when(j["db"].isNull() | j["table"].isNull() | j["key"].isNull(), "missing db, table or key")
-        .when(j["kind"].isNotNull() & ~j["kind"].isin(*sorted(KINDS)), "unknown kind")
-        .when(notification & j["op"].isNull(), "notification without op")
-        .when(~notification & ~F.coalesce(j["op"].isin("SET", "DEL"), F.lit(False)),
-              "op is neither SET nor DEL")
-        .when(~notification & j["fvs"].isNull() & (j["op"] == "SET"), "SET without fvs")
-        .when(bad_pair, "fvs is not a list of [field, value] pairs")
+        "CASE WHEN (((j.ts IS NULL) AND (j.`key` IS NULL)) AND (j.op IS NULL)) THEN 'malformed JSON'"
+        " WHEN (j_ts IS NULL) THEN 'bad or missing ts'"
+        " WHEN (((j.db IS NULL) OR (j.`table` IS NULL)) OR (j.`key` IS NULL)) THEN 'missing db, table or key'"
+        f" WHEN ((j.kind IS NOT NULL) AND (NOT (j.kind IN ({kinds})))) THEN 'unknown kind'"
+        " WHEN ((j.kind <=> 'notification') AND (j.op IS NULL)) THEN 'notification without op'"
+        f" WHEN ({not_notification} AND (NOT coalesce((j.op IN ('SET', 'DEL')), false)))"
+        " THEN 'op is neither SET nor DEL'"
+        f" WHEN (({not_notification} AND (j.fvs IS NULL)) AND (j.op = 'SET')) THEN 'SET without fvs'"
+        # every pair is two non-null strings
+        " WHEN exists(j.fvs, p -> size(p) != 2 OR get(p, 0) IS NULL OR get(p, 1) IS NULL)"
+        " THEN 'fvs is not a list of [field, value] pairs' END"
     )
     return {
         "reason": reason,
-        "host": j["host"],
-        "db": j["db"],
-        "table": j["table"],
-        "key": j["key"],
-        "op": j["op"],
-        "fvs": pairs,
-        "ts": F.col("j_ts"),
-        "seq": j["seq"],
-        "dead_letter": F.coalesce(j["dead_letter"], F.lit(False)),
-        "dl_reason": j["reason"],
-        "kind": j["kind"],
+        "host": "j.host",
+        "db": "j.db",
+        "table": "j.`table`",
+        "key": "j.`key`",
+        "op": "j.op",
+        "fvs": "coalesce(j.fvs, CAST(array() AS ARRAY<ARRAY<STRING>>))",
+        "ts": "j_ts",
+        "seq": "j.seq",
+        "dead_letter": "coalesce(j.dead_letter, false)",
+        "dl_reason": "j.reason",
+        "kind": "j.kind",
     }
 
 
-def _rec_columns(tz: str, rec_db: str | None) -> dict[str, Column]:
-    table_key, tail, table, tokens = (F.col(c) for c in ("table_key", "tail", "rec_table", "tokens"))
-    separator = F.substring(table_key, F.length(table) + 1, 1)
+def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
+    separator = "substring(table_key, (length(rec_table) + 1), 1)"
+    field_without_colon = q("field without ':'")
     reason = (
-        F.when(~F.col("rec_ts_ok"), "no swss.rec timestamp")
-        .when(F.col("local_ts").isNull(), "bad timestamp")
-        .when(tail.isNull(), "no SET/DEL op token")
-        .when(table == "", "no TABLE<sep>key before the op")
-        .when(
-            (F.size(tokens) > 0) & (F.instr(F.try_element_at(tokens, F.lit(1)), ":") == 0),
-            "field without ':'",
-        )
+        "CASE WHEN (NOT rec_ts_ok) THEN 'no swss.rec timestamp'"
+        " WHEN (local_ts IS NULL) THEN 'bad timestamp'"
+        " WHEN (tail IS NULL) THEN 'no SET/DEL op token'"
+        " WHEN (rec_table = '') THEN 'no TABLE<sep>key before the op'"
+        " WHEN ((size(tokens) > 0) AND (instr(try_element_at(tokens, 1), ':') = 0))"
+        f" THEN {field_without_colon} END"
     )
-    db = F.lit(rec_db) if rec_db else F.when(separator == "|", "CONFIG_DB").otherwise("APPL_DB")
+    db = q(rec_db) if rec_db else f"CASE WHEN ({separator} = '|') THEN 'CONFIG_DB' ELSE 'APPL_DB' END"
     return {
         "reason": reason,
-        "host": F.lit(None).cast("string"),
+        "host": "CAST(NULL AS STRING)",
         "db": db,
-        "table": table,
-        "key": F.substring(table_key, F.length(table) + 2, 1 << 30),
-        "op": F.substring_index(tail, "|", 1),
-        "fvs": F.expr("transform(tokens, t -> array(substring_index(t, ':', 1), substring(t, instr(t, ':') + 1)))"),
-        "ts": F.to_utc_timestamp("local_ts", tz),
-        "seq": F.lit(None).cast("long"),
-        "dead_letter": F.lit(False),
-        "dl_reason": F.lit(None).cast("string"),
-        "kind": F.lit(None).cast("string"),
+        "table": "rec_table",
+        "key": f"substring(table_key, (length(rec_table) + 2), {_BIG})",
+        "op": "substring_index(tail, '|', 1)",
+        "fvs": "transform(tokens, t -> array(substring_index(t, ':', 1), substring(t, instr(t, ':') + 1)))",
+        "ts": f"to_utc_timestamp(local_ts, {q(tz)})",
+        "seq": "CAST(NULL AS BIGINT)",
+        "dead_letter": "false",
+        "dl_reason": "CAST(NULL AS STRING)",
+        "kind": "CAST(NULL AS STRING)",
     }
 
 
 def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """The raw lines with where they came from: source path, split offset, position in the split
     (as `load` numbers them; it reads the files itself, in one projection with the parsing)."""
-    return spark.read.text(list(paths)).select(
-        F.col("value"),
-        F.col("_metadata.file_path").alias("source"),
-        F.col("_metadata.file_name").alias("file_name"),
-        F.col("_metadata.file_block_start").alias("block"),
-        F.monotonically_increasing_id().alias("line"),
+    return spark.read.text(list(paths)).selectExpr(
+        "value",
+        "_metadata.file_path AS source",
+        "_metadata.file_name AS file_name",
+        "_metadata.file_block_start AS block",
+        "monotonically_increasing_id() AS line",
     )
+
+
+def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
+    """The projections `load` builds, as SQL expression text, in order (no Spark needed: the
+    command parses them while the JVM starts, see cli.py)."""
+    jc = _json_columns(q)
+    rc = _rec_columns(opts.timezone, opts.rec_db, q)
+    path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
+    host = (
+        q(opts.host)
+        if opts.host
+        else f"coalesce(host, CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
+    )
+    return [
+        *_parse_texts(utc_session, q),
+        [
+            "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
+            *[f"CASE WHEN is_json THEN {jc[name]} ELSE {rc[name]} END AS {quote_name(name)}" for name in jc],
+        ],
+        [
+            # computed once, apart: two columns below depend on it
+            "*",
+            "CASE WHEN is_blank THEN 'blank' WHEN is_marker THEN 'marker'"
+            " WHEN (reason IS NOT NULL) THEN 'reject' ELSE 'event' END AS line_kind",
+        ],
+        [
+            "line_kind",
+            f"CASE WHEN (line_kind = 'event') THEN {host} END AS host",
+            "db", "`table`", "`key`", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
+            "source", "reason", "value",
+            "named_struct('ts', ts, 'rotation', (- rotation), 'file', file, 'block', block, 'line', line) AS ord",
+        ],
+    ]
 
 
 def load(spark: SparkSession, opts: InputOptions) -> Inputs:
     """Classify and parse every line of the inputs; counts are observed by the first action."""
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
-    base = _parse_once(spark, opts.paths, utc_session)
-    is_json = F.col("is_json")
-
-    jc = _json_columns()
-    rc = _rec_columns(opts.timezone, opts.rec_db)
-    parsed = base.select(
-        "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
-        *[F.when(is_json, jc[name]).otherwise(rc[name]).alias(name) for name in jc],
-    )
-    line_kind = (
-        F.when(F.col("is_blank"), "blank")
-        .when(F.col("is_marker"), "marker")
-        .when(F.col("reason").isNotNull(), "reject")
-        .otherwise("event")
-    )
-    # computed once, apart: two columns below depend on it
-    parsed = parsed.select("*", line_kind.alias("line_kind"))
-    line_kind = F.col("line_kind")
-    path_host = F.regexp_extract("source", opts.host_pattern, 1)
-    host = (
-        F.lit(opts.host)
-        if opts.host
-        else F.coalesce(F.col("host"), F.when(path_host != "", path_host), F.lit("unknown"))
-    )
-    lines = parsed.select(
-        "line_kind",
-        F.when(line_kind == "event", host).alias("host"),
-        "db", "table", "key", "op", "fvs", "ts", "seq", "dead_letter", "dl_reason", "kind",
-        "source", "reason", "value",
-        F.struct(
-            F.col("ts").alias("ts"),
-            (-F.col("rotation")).alias("rotation"),
-            F.col("file").alias("file"),
-            F.col("block").alias("block"),
-            F.col("line").alias("line"),
-        ).alias("ord"),
-    )
+    lines = spark.read.text(list(opts.paths))
+    for projection in plan_texts(opts, utc_session, quoting(spark)):
+        lines = lines.selectExpr(*projection)
     observation = Observation("replay_inputs")
     lines = lines.observe(
         observation,
-        F.count(F.lit(1)).alias("lines"),
+        F.expr("count(1) AS lines"),
         *(
-            F.sum(F.when(F.col("line_kind") == kind_name, 1).otherwise(0)).alias(count_name)
+            F.expr(f"sum(CASE WHEN (line_kind = '{kind_name}') THEN 1 ELSE 0 END) AS {count_name}")
             for kind_name, count_name in
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),

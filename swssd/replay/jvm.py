@@ -8,7 +8,7 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
 - Class data sharing (CDS): the classes a replay loads, parsed and verified once, are kept in an
   archive that later JVMs map at start (`-XX:SharedArchiveFile`). The first replay that starts a
   JVM makes it (`-XX:ArchiveClassesAtExit`): the JVM writes it when it exits, after the command
-  printed its results, and that run waits for it (a few seconds, once). It lives in
+  printed its results and returned (see hand_off: 20-60 s nobody waits for). It lives in
   `$XDG_CACHE_HOME/swssd/` (`~/.cache/swssd/`), named by a fingerprint of the Java runtime and of
   Spark's jars, so that an upgrade of either makes a new one (the old one is then removed).
 - For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
@@ -16,7 +16,8 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
 
 Nothing here may make a replay fail: with an unwritable cache directory, or an archive that is
 missing, stale, damaged or half-written, the JVM starts without it. An archive is written under a
-temporary name and renamed once the JVM exited cleanly, its size is recorded beside it and checked
+temporary name and renamed once the JVM exited cleanly (or a JVM of the same class path and
+options mapped it with -Xshare:on, when the command did not wait), its size is recorded beside it and checked
 before each use (a truncated archive would crash the JVM), the JVM checksums it
 (`-XX:+VerifySharedSpaces`) and ignores one that does not match, and the JVM's own CDS messages
 are off (they would go to stdout). `SWSSD_REPLAY_CDS=0` turns the archive off.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -34,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with C1 only
 C1_INPUT_BYTES = 64 << 20
@@ -235,18 +238,119 @@ def finish(start: Start, proc: subprocess.Popen[bytes] | None, note: bool = True
     except (OSError, subprocess.TimeoutExpired):
         _remove(start.dump_to)
         return
-    final = start.final
+    if code != 0:
+        _remove(start.dump_to)
+        return
+    keep(start.dump_to, start.final)
+
+
+def keep(dump_to: Path, final: Path) -> bool:
+    """Give a written archive its final name and record its size beside it; other archives go."""
     try:
-        size = start.dump_to.stat().st_size
-        if code != 0 or size == 0:
+        size = dump_to.stat().st_size
+        if size == 0:
             raise OSError("no archive")
-        os.replace(start.dump_to, final)
+        os.replace(dump_to, final)
         tmp = final.with_name(final.name + f".size.{os.getpid()}.tmp")
         tmp.write_text(f"{size}\n")
         os.replace(tmp, _size_file(final))
     except OSError:
-        _remove(start.dump_to)
-        return
+        _remove(dump_to)
+        return False
     for p in final.parent.glob(f"{_PREFIX}*.jsa*"):
         if not p.name.startswith(final.name):
             _remove(p)
+    return True
+
+
+# -- the archive written while the command returns -------------------------------------------
+#
+# Why: the JVM writes the archive as it exits, 20-60 s of a first run on a 2-core machine that the
+# user would otherwise wait for. Instead the command hands its JVM's output to /dev/null (the JVM
+# would otherwise hold the command's stdout and stderr open, and `$(swssd replay ...)` or a pipe
+# would wait for it), starts a detached keeper process, and returns; its JVM, whose stdin closes,
+# writes the archive and exits. The keeper cannot see that JVM's exit status (it is not its
+# parent), so it checks the archive itself instead, as strictly as a JVM that maps it: a java with
+# the same class path and options maps it with -Xshare:on -XX:+VerifySharedSpaces (any mismatch,
+# checksum error or truncation fails it) and runs nothing else. Only then is it renamed and its
+# size recorded; otherwise it goes. Where /proc is missing the command waits, as before.
+
+_MAIN_CLASS = "org.apache.spark.deploy.SparkSubmit"
+_POLL_SECONDS = 0.2
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat), None when it is gone or a zombie:
+    with the pid it names one process, so a reused pid is not mistaken for the JVM."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def verify_command(cmdline: Sequence[str], archive: Path) -> list[str] | None:
+    """A java command that maps `archive` the way the JVM of `cmdline` (its /proc cmdline) would,
+    verifies it and exits: the same java, class path and options, -Xshare:on (fail rather than
+    run without it), -version instead of Spark. None when cmdline is not such a JVM."""
+    if not cmdline or _MAIN_CLASS not in cmdline or not os.path.basename(cmdline[0]).startswith("java"):
+        return None
+    options = [o for o in cmdline[1:cmdline.index(_MAIN_CLASS)]
+               if not o.startswith(("-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile=", "-Xlog", "-Xshare"))]
+    return [cmdline[0], *options, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
+            "-Xlog:disable", "-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpFile", "-version"]
+
+
+def archive_maps(command: Sequence[str]) -> bool:
+    """Whether the verify_command ran cleanly."""
+    try:
+        return subprocess.run(list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=_DUMP_TIMEOUT).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def hand_off(start: Start, pid: int) -> bool:
+    """Start the detached keeper of the archive the JVM `pid` writes as it exits; False (nothing
+    started) when that cannot be done here, and the caller waits for the JVM itself."""
+    if start.dump_to is None or start.final is None:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except (OSError, UnicodeDecodeError):
+        return False
+    started = _proc_start_time(pid)
+    command = verify_command([c for c in cmdline if c], start.dump_to)
+    if started is None or command is None:
+        return False
+    job = {"pid": pid, "started": started, "dump_to": str(start.dump_to), "final": str(start.final),
+           "verify": command}
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "swssd.replay.jvm", json.dumps(job)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=start.dump_to.parent, start_new_session=True,
+        )
+    except OSError:
+        return False
+    return True
+
+
+def keep_when_exited(job: dict[str, Any]) -> bool:
+    """The keeper: wait for the JVM to be gone, then keep the archive if it maps (see above)."""
+    dump_to, final = Path(job["dump_to"]), Path(job["final"])
+    deadline = time.monotonic() + _DUMP_TIMEOUT
+    while _proc_start_time(int(job["pid"])) == job["started"]:
+        if time.monotonic() > deadline:
+            _remove(dump_to)
+            return False
+        time.sleep(_POLL_SECONDS)
+    if not dump_to.is_file() or not archive_maps(job["verify"]):
+        _remove(dump_to)
+        return False
+    return keep(dump_to, final)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if keep_when_exited(json.loads(sys.argv[1])) else 1)
