@@ -125,10 +125,12 @@ class ConnectionSpec:
         return cls(host=host, port=port, ssl_context=tls, keepalive=keepalive, **common)
 
     def replace(self, **changes: Any) -> ConnectionSpec:
+        """A copy with some settings changed (a pub/sub connection: no read time-out)."""
         return dataclasses.replace(self, **changes)
 
     @property
     def address(self) -> str:
+        """host:port or unix:path, for messages."""
         return f"unix:{self.path}" if self.path else f"{self.host}:{self.port}"
 
     async def _credentials(self) -> tuple[str | None, str | None]:
