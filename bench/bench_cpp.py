@@ -11,8 +11,8 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
 "Ethernet<i>" of 4 fields, 128 keys a batched or buffered call, pop batch 128.
 
   single set     ProducerStateTable.set, one call (one round trip) a key, on --keys-slow keys;
-                 swssd also from 16 coroutines at once on one connector (its calls grouped into
-                 shared round trips), against the same C++ single-set figure
+                 swssd also from 16 coroutines at once on one connector (calls made while others
+                 are in flight written together), against the same C++ single-set figure
   batched set    C++ set(vector<KeyOpFieldsValuesTuple>) / swssd set_many, 128 keys a call
   buffered set   buffered producer, flush every 128 keys
   CST drain      ConsumerStateTable pops until empty, of a key set pre-filled with batched sets
