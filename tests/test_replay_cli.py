@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from datetime import UTC, datetime
 
@@ -64,3 +65,47 @@ def test_restore_takes_url_as_the_other_tools_and_the_old_spelling_still() -> No
         a = p.parse_args(["restore", "x", option, "unix:///tmp/r.sock", "--db-id", "3"])
         assert (a.url, a.db_id) == ("unix:///tmp/r.sock", 3)
     assert "--redis-url" not in p._subparsers._group_actions[0].choices["restore"].format_help()  # type: ignore[union-attr]
+
+
+class _Exited(Exception):
+    pass
+
+
+class _Out(io.StringIO):
+    """An output that says whether it was flushed since it was last written."""
+
+    flushed = True
+
+    def write(self, text: str) -> int:
+        self.flushed = False
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.flushed = True
+
+
+@pytest.mark.parametrize("status", [0, 1, 2])
+def test_the_program_exits_with_mains_status_after_flushing(monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    """`python -m swssd.replay` skips Python's finalization (cli.run): the status and the output
+    must survive that."""
+    import swssd.replay.cli as cli
+
+    out, err = _Out(), _Out()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+
+    def fake_main(argv: list[str] | None = None) -> int:
+        print("result line", end="")
+        print("a note", end="", file=sys.stderr)
+        return status
+
+    def fake_exit(code: int) -> None:
+        assert out.flushed and err.flushed
+        raise _Exited(code)
+
+    monkeypatch.setattr(cli, "main", fake_main)
+    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    with pytest.raises(_Exited) as exited:
+        cli.run(["state", "x"])
+    assert exited.value.args == (status,)
+    assert out.getvalue() == "result line" and err.getvalue() == "a note"

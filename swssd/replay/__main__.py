@@ -1,5 +1,5 @@
 """`python -m swssd.replay ...`, also the file to give spark-submit (absolute imports on purpose)."""
 
-from swssd.replay.cli import main
+from swssd.replay.cli import run
 
-raise SystemExit(main())
+run()

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
 
@@ -150,6 +150,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if start is not None and start.dump_to is not None:
             _stop_and_keep_archive(spark, start)
+
+
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """`main` as a program (`python -m swssd.replay`): its exit status, without Python's
+    finalization, which takes about a second after a replay (py4j's objects and connections torn
+    down one by one, while nothing is left to do: the JVM exits on its own once this process's end
+    closes its stdin, and any archive is in the keeper's hands). Output is flushed first."""
+    code = main(argv)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: the status still tells
+        code = code or 1
+    os._exit(code)
 
 
 def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool,
