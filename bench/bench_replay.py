@@ -240,7 +240,11 @@ def main() -> None:
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_replay_"))
     base.mkdir(parents=True, exist_ok=True)
     if args.cli_rounds:
-        time_tiny_cli(base, args.cli_rounds, args.baseline)
+        try:
+            time_tiny_cli(base, args.cli_rounds, args.baseline)
+        finally:
+            if not sizes and not args.keep:  # (the 2-event capture, its outputs and archive: 174 MB)
+                shutil.rmtree(base, ignore_errors=True)
     if not sizes:
         return
 
