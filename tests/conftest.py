@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 
@@ -9,6 +10,19 @@ import pytest
 
 from swssd import DBConnector
 from swssd.embedded_redis import EmbeddedRedis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The suite's own $XDG_CACHE_HOME: replay's JVM class archive (about 180 MB, written by the
+    first replay) goes there, never into the cache of whoever runs the tests."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(scope="session")
