@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import chain
+from itertools import chain, groupby
 
 import structlog
 
@@ -204,26 +204,15 @@ class ProducerStateTable(TableBase):
 def _merge_sets(queued: list[ScriptCall]) -> list[ScriptCall]:
     """Each run of two or more consecutive fast single sets as one sets-script call, in order."""
     merged: list[ScriptCall] = []
-    run: list[ScriptCall] = []
-
-    def close_run() -> None:
-        if len(run) == 1:
-            merged.append(run[0])
-        elif run:
-            channel, key_set = run[0][1][0], run[0][1][1]
-            keys: list[str | int] = [channel, key_set]
-            args: list[str | int] = [run[0][2][0]]
-            for _, (_, _, state_hash), (_, key, *fields) in run:
-                keys.append(state_hash)
-                args += (key, len(fields) // 2, *fields)
-            merged.append((PST_SETS_FAST, keys, args))
-        run.clear()
-
-    for call in queued:
-        if call[0] is PST_SET_FAST:
-            run.append(call)
-        else:
-            close_run()
-            merged.append(call)
-    close_run()
+    for is_set, group in groupby(queued, key=lambda call: call[0] is PST_SET_FAST):
+        calls = list(group)
+        if not is_set or len(calls) == 1:
+            merged += calls
+            continue
+        keys: list[str | int] = [*calls[0][1][:2]]  # channel, key set
+        args: list[str | int] = [calls[0][2][0]]  # the message
+        for _, (_, _, state_hash), (_, key, *fields) in calls:
+            keys.append(state_hash)
+            args += (key, len(fields) // 2, *fields)
+        merged.append((PST_SETS_FAST, keys, args))
     return merged
