@@ -202,9 +202,6 @@ class RedisConnection(asyncio.Protocol):
         except TimeoutError:
             protocol.close()
             raise RedisTimeoutError(f"Timeout connecting to {spec.address}") from None
-        except RedisError:
-            protocol.close()
-            raise
         except OSError as exc:  # refused, no such socket, TLS failures (ssl.SSLError is an OSError)
             protocol.close()
             raise RedisConnectionError(f"Error connecting to {spec.address}: {exc}") from exc
@@ -304,9 +301,7 @@ class RedisConnection(asyncio.Protocol):
         closed it (the connection would not know yet)."""
         if self._closed.done():
             return True
-        if self._pending or self._corked is not None or self._transport is None:
-            return False
-        if self._fileno < 0:
+        if self._pending or self._corked is not None or self._fileno < 0:  # owed replies, or not connected
             return False
         readable, _, _ = select.select([self._fileno], [], [], 0)
         return bool(readable)
