@@ -78,7 +78,7 @@ def script_drain(kind: str, reliable: bool) -> Run:
             reply = await db.evalsha(script, keys, args, resend=False)  # type: ignore[arg-type]
             if reliable:
                 seq, more, entries_, _aside = reply
-                n += len(consumer.parse(entries_))
+                n += len(consumer.parse(json.loads(entries_))) if entries_ else 0  # the batch's JSON text
                 if entries_:
                     finished.append(str(seq))
                 if len(finished) >= CLEAR_EVERY or not more:

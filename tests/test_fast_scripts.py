@@ -16,8 +16,18 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable
+from swssd import (
+    ConsumerStateTable,
+    ConsumerTable,
+    DBConnector,
+    KeyOpFieldsValues,
+    ProducerStateTable,
+    ProducerTable,
+)
 from swssd.embedded_redis import EmbeddedRedis
+from swssd.fields import DEL_COMMAND
+from swssd.orch.pending import PendingMap
+from swssd.orch.reliable_pop import ReliablePop
 
 TABLE = "FAST_T"
 KEYS = ["Ethernet0", "Ethernet4", "10.0.0.0/8", "a:b|c", "é", ""]
@@ -111,6 +121,48 @@ async def test_fast_scripts_leave_redis_as_the_cpp_scripts(
         await listener.aclose()
         await cpp.close()
         await fast.close()
+
+
+
+def without_tracked_deletes(tasks: list[KeyOpFieldsValues]) -> list[tuple[Any, ...]]:
+    """A tracked pop's tasks as the C++ pop reports them: a DEL told apart before a SET of the
+    same key (the old entry was deleted first) is not in the C++ reply."""
+    out = []
+    for i, task in enumerate(tasks):
+        following = tasks[i + 1] if i + 1 < len(tasks) else None
+        if task.op == DEL_COMMAND and following is not None and following.key == task.key and following.fvs:
+            continue
+        out.append(tuple(task))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("seed", range(40))
+async def test_daemon_state_pop_leaves_redis_as_the_cpp_script(clean_redis: EmbeddedRedis, seed: int) -> None:
+    """The daemon's reliable pop (consumer_state_table_pops_reliable.lua: renames new entries into
+    place, one HSET for the others, skips the empty delete set) against the C++ pop: the same
+    tables and state hashes, the same entries popped, batch by batch."""
+    rng = random.Random(seed)
+    ops = random_ops(rng, rng.randint(5, 60))
+    cpp = await DBConnector.from_url(clean_redis.url, db_id=1, separator=":", name="APPL_DB")
+    daemon = await DBConnector.from_url(clean_redis.url, db_id=3, separator=":", name="APPL_DB")
+    try:
+        expected = await run(ops, ProducerStateTable(cpp, TABLE), ConsumerStateTable(cpp, TABLE, pop_batch_size=128))
+        producer = ProducerStateTable(daemon, TABLE)
+        source = ReliablePop(ConsumerStateTable(daemon, TABLE, 128, track_deletes=True), PendingMap(), instance="t")
+        got: list[Any] = []
+        for op, *args in ops:
+            if op == "pops":
+                batches = await source.pop()
+                got.append(without_tracked_deletes([t for b in batches for t in b.tasks]))
+            else:
+                await getattr(producer, op)(*args)
+        assert got == [sorted(tuple(t) for t in batch) for batch in expected]
+        assert any(expected), "nothing popped: the test lost its point"
+        tables = {k: v for k, v in (await redis_state(daemon)).items() if not k.startswith("_SWSSD_")}
+        assert tables == await redis_state(cpp)
+    finally:
+        await cpp.close()
+        await daemon.close()
 
 
 QUEUE_OPS = ["set", "SET", "create", "remove", "DEL", "bulkset", "bulkcreate", "bulkremove", "get", "notify"]

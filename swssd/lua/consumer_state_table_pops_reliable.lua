@@ -1,17 +1,24 @@
 -- swssd's daemon variant of consumer_state_table_pops.lua: the same changes to Redis for every
 -- entry it delivers (reported as the tracked variant does: {key, fieldvalues, delete pending}),
--- (the fields in one HSET: the same hash as the C++ script's HSET per field; the state hashes
--- deleted by one DEL per batch), plus what a daemon
--- needs so that no popped change is lost:
+-- with less work per key for Redis, plus what a daemon needs so that no popped change is lost:
+-- * the same table hashes, written with fewer commands: a key whose table entry does not exist
+--   gets its state hash renamed into place (RENAMENX: the same fields and values, in the same
+--   order, as HSET of what HGETALL read, and the state hash is gone as DEL leaves it); an existing
+--   entry gets every field in one HSET (the same hash as the C++ script's HSET per field); the
+--   other state hashes are deleted by one DEL per batch; the delete set is looked at per key only
+--   when it is not empty (SREM of an empty set changes nothing). What differs is only what
+--   keyspace notifications say: rename_from/rename_to, one hset instead of one per field;
 -- * the delivered batch is added to the in-flight hash KEYS[4] under a new sequence number (from
 --   HINCRBY of its field 'seq'), in this same call, so a crashed daemon or a lost reply loses nothing;
+--   the reply carries the same JSON text (Redis encodes the batch once, not twice);
 -- * a wrong-type staging hash or table entry costs that entry, not the batch: it is set aside
 --   (a JSON record on the dead-letter list KEYS[5], capped at ARGV[3]) and the rest is delivered;
 -- * a wrong-type key set or delete set is refused before anything is popped.
 -- KEYS: key set, 'TABLE<sep>', delete set, in-flight hash, dead-letter list
 -- ARGV: pop batch size, state prefix, dead-letter list cap, excerpt bytes
 -- Reply: {seq, more, entries, set aside}: seq of this batch (the counter when nothing was
--- delivered), 1 when the key set holds more, the entries, the records set aside.
+-- delivered), 1 when the key set holds more, the entries as JSON text (an empty array when none
+-- were delivered), the records set aside.
 redis.replicate_commands()
 local expected = {{KEYS[1], 'set'}, {KEYS[3], 'set'}, {KEYS[4], 'hash'}, {KEYS[5], 'list'}}
 for _, e in ipairs(expected) do
@@ -37,11 +44,15 @@ local function flat_excerpt(fieldvalues)
    return string.sub(table.concat(fieldvalues, ' '), 1, limit)
 end
 local keys = redis.call('SPOP', KEYS[1], ARGV[1])
+local deletes = redis.call('SCARD', KEYS[3]) > 0
 for i = 1, #keys do
    local key = keys[i]
-   local num = redis.call('SREM', KEYS[3], key)
-   if num == 1 then
-      redis.call('DEL', tablename..key)
+   local num = 0
+   if deletes then
+      num = redis.call('SREM', KEYS[3], key)
+      if num == 1 then
+         redis.call('DEL', tablename..key)
+      end
    end
    local staging = stateprefix..tablename..key
    local fieldvalues = redis.pcall('HGETALL', staging)
@@ -53,8 +64,9 @@ for i = 1, #keys do
       if num == 1 then
          table.insert(ret, {key, {}, 1})
       end
+   elseif #fieldvalues > 0 and redis.call('RENAMENX', staging, tablename..key) == 1 then
+      table.insert(ret, {key, fieldvalues, num})
    else
-      -- one HSET of every field: the same hash as the C++ script's HSET per field
       local r = 0
       for j = 1, #fieldvalues, 1000 do -- in chunks: unpack() has a stack limit
          r = redis.pcall('HSET', tablename..key, unpack(fieldvalues, j, math.min(j + 999, #fieldvalues)))
@@ -76,9 +88,11 @@ for j = 1, #staged, 1000 do -- in chunks: unpack() has a stack limit
    redis.call('DEL', unpack(staged, j, math.min(j + 999, #staged)))
 end
 local seq
+local entries = {}
 if #ret > 0 then
    seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
-   redis.call('HSET', KEYS[4], seq, cjson.encode(ret))
+   entries = cjson.encode(ret)
+   redis.call('HSET', KEYS[4], seq, entries)
 else
    seq = tonumber(redis.call('HGET', KEYS[4], 'seq') or '0')
 end
@@ -92,4 +106,4 @@ local more = 0
 if redis.call('SCARD', KEYS[1]) > 0 then
    more = 1
 end
-return {seq, more, ret, dead}
+return {seq, more, entries, dead}

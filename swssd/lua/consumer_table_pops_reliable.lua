@@ -13,7 +13,8 @@
 -- ARGV: pop batch size, modify redis (1/0), dead-letter list cap, excerpt bytes
 -- Reply: {seq, more, operations, set aside}: seq of this batch (the counter when nothing was
 -- delivered), 1 when the queue holds more, the operations as consumer_table_pops.lua returns
--- them, the records set aside.
+-- them but as the JSON text kept in the record (Redis encodes the batch once, not twice; an
+-- empty array when none were delivered), the records set aside.
 local expected = {{KEYS[1], 'list'}, {KEYS[3], 'hash'}, {KEYS[4], 'list'}}
 for _, e in ipairs(expected) do
    local t = redis.call('TYPE', e[1])['ok']
@@ -183,9 +184,11 @@ if consumed > 0 then
    redis.call('LTRIM', KEYS[1], 0, -consumed - 1)
 end
 local seq
+local entries = {}
 if #rets > 0 then
    seq = redis.call('HINCRBY', KEYS[3], 'seq', 1)
-   redis.call('HSET', KEYS[3], seq, cjson.encode(rets))
+   entries = cjson.encode(rets)
+   redis.call('HSET', KEYS[3], seq, entries)
 else
    seq = tonumber(redis.call('HGET', KEYS[3], 'seq') or '0')
 end
@@ -199,4 +202,4 @@ local more = 0
 if len > consumed then
    more = 1
 end
-return {seq, more, rets, dead}
+return {seq, more, entries, dead}

@@ -195,7 +195,7 @@ class ReliablePop:
             self._set_aside(set_aside)
         if not entries:
             return await self._read_back(seq)
-        tasks = self.consumer.parse(entries)
+        tasks = self._parse(entries)  # the batch's JSON text, as the record keeps it
         out = await self._read_back(seq - 1)
         out.append(self._keep(seq, tasks))
         return out
