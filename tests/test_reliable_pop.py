@@ -295,6 +295,35 @@ async def test_prefetch_runs_the_next_pop_and_settle_hands_it_over(db: DBConnect
     assert sorted(t.key for t in tasks_of(first + settled + rest)) == [f"k{i}" for i in range(5)]
 
 
+
+async def test_a_hand_over_that_fails_with_a_prefetch_out_loses_and_repeats_nothing(
+    db: DBConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next pop is sent before a batch is handed over; when the hand-over fails (reading
+    back a gap), the prefetched batch is read back once with the rest, not handed over twice."""
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(8)])
+    other = state_pop(db, batch=2)  # same instance and table: its batch is a gap for `source`
+    source = state_pop(db, batch=2)
+    assert [b.seq for b in await other.pop()] == [1]
+    await other.settle()  # its prefetch (seq 2) lands in the record too
+    original = db.redis.hmget
+    calls = 0
+
+    async def fails_once(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RedisConnectionError("Connection closed by server.")
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(db.redis, "hmget", fails_once)
+    with pytest.raises(RedisConnectionError):
+        await source.pop()  # seq 3 popped, its prefetch (seq 4) sent, reading back 1-2 fails
+    batches = await drain(source)
+    assert [b.seq for b in batches] == [1, 2, 3, 4]
+    assert sorted(t.key for t in tasks_of(batches)) == [f"k{i}" for i in range(8)]
+
+
 async def test_take_over_hands_over_what_an_earlier_run_left_in_order(db: DBConnector) -> None:
     producer = ProducerTable(db, "Q")
     await producer.set("a", [("f", "1")])

@@ -25,6 +25,7 @@ After a crash a task may be handed to its handler again (at-least-once); none is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import deque
 from collections.abc import Callable
@@ -153,7 +154,6 @@ class ReliablePop:
             else:
                 started = self.consumer.pop_started()
                 reply = await self._send()
-            out = await self._hand_over(reply)
         except ResponseError:
             raise  # refused (the script checks before it changes anything): nothing was popped
         except (RedisError, OSError):
@@ -162,10 +162,18 @@ class ReliablePop:
         more = bool(reply[1])
         self.consumer.pop_finished(started, more)
         if more:
+            # Sent before this batch is parsed and handed over: Redis runs it meanwhile.
             self._prefetch_started = self.consumer.pop_started()
             self._prefetch = asyncio.ensure_future(self._send())
             self.consumer.pop_finished(self._prefetch_started, True)  # ready until it is handed over
-        return out
+            await asyncio.sleep(0)  # the task's first step writes the pop: before the parse, not after
+        try:
+            return await self._hand_over(reply)
+        except ResponseError:
+            raise
+        except (RedisError, OSError):
+            self._unsure = True  # this batch is in the record: read back with the prefetched one
+            raise
 
     async def settle(self) -> list[Batch]:
         """At shutdown: the batch a prefetched pop took, or what failed pops left in the record."""
@@ -182,7 +190,11 @@ class ReliablePop:
             raise
 
     async def _recover(self) -> list[Batch]:
-        """After a failed pop: the batches Redis recorded beyond the last one handed over."""
+        """After a failed pop: the batches Redis recorded beyond the last one handed over
+        (a prefetched pop still out ends first: what it took is read back with the rest)."""
+        if self._prefetch is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self._await_prefetch()
         out = await self._read_back(int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0))
         self._unsure = False
         self.consumer.notify()  # look again: the failed pop may not have run at all
