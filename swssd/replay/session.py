@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.errors import PySparkRuntimeError
-from pyspark.sql import SparkSession
-
+from .gateway import EarlyJVM
 from .jvm import Start
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 APP_NAME = "swssd-replay"
 #: Spark's logging while quiet: errors only (see the file)
@@ -23,74 +24,98 @@ _NOISY_LOGGERS = (
 )
 
 
+def session_settings(
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    driver_memory: str | None = None,
+    verbose: bool = False,
+    start: Start | None = None,
+) -> dict[str, str]:
+    """Every setting the session is built with, the user's `conf` last (theirs win).
+
+    Under spark-submit (which starts Python with a gateway) the master comes from spark-submit;
+    otherwise it is `master`, or `local[*]` by default. Timestamps are computed and shown in UTC.
+    Unless `verbose`, Spark logs errors only, and in local mode it binds the loopback address
+    (SPARK_LOCAL_IP is set for the JVM unless the environment has one: no "hostname resolves to
+    a loopback address" warning, nothing listening beyond the host). `start` adds JVM options
+    (see jvm.py) unless spark-submit started the JVM.
+    """
+    conf = dict(conf or {})
+    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    settings = {"spark.app.name": APP_NAME}
+    if not master and not launched_by_spark_submit:
+        master = "local[*]"
+    if master:
+        settings["spark.master"] = master
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
+            # tasks per stage (and AQE does not coalesce a cached stage).
+            settings["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 2))
+    if driver_memory:
+        settings["spark.driver.memory"] = driver_memory
+    settings.update({
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+        # The fold collects each key's events in a hash map; past 128 keys (the default) Spark
+        # would sort every row of the partition by key instead. Bounded, so that a partition with
+        # very many keys still falls back to the sort (which spills) rather than run out of memory.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
+    })
+    if not verbose:
+        quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
+        conf[_JAVA_OPTIONS] = f"{quiet} {conf.get(_JAVA_OPTIONS, '')}".strip()
+    if start is not None and not launched_by_spark_submit:
+        # the user's own options last, so that theirs win
+        conf[_JAVA_OPTIONS] = " ".join([*start.options, conf.get(_JAVA_OPTIONS, "")]).strip()
+    return {**settings, **conf}
+
+
 def get_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     driver_memory: str | None = None,
     verbose: bool = False,
     start: Start | None = None,
+    early: EarlyJVM | None = None,
 ) -> SparkSession:
-    """The active session, or a new one.
+    """The active session, or a new one with `session_settings`.
 
-    Under spark-submit (which starts Python with a gateway) the master comes from spark-submit;
-    otherwise it is `master`, or `local[*]` by default. Timestamps are computed and shown in UTC.
-    Unless `verbose`, Spark logs errors only, and in local mode it binds the loopback address
-    (no "hostname resolves to a loopback address" warning, nothing listening beyond the host).
-    `start` adds JVM options when this call launches the JVM (see jvm.py); if the JVM does not
-    start with its class archive, the archive is dropped and the JVM started without it.
+    `early`: a JVM started for these settings (gateway.py), used if it came up. If the JVM does
+    not start with its class archive, the archive is dropped and the JVM started without it.
     """
-    conf = dict(conf or {})
-    builder = SparkSession.builder.appName(APP_NAME)
-    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    if not master and not launched_by_spark_submit:
-        master = "local[*]"
-    if master:
-        builder = builder.master(master)
-        if master.startswith("local"):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
-            # tasks per stage (and AQE does not coalesce a cached stage).
-            builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
-    if driver_memory:
-        builder = builder.config("spark.driver.memory", driver_memory)
-    builder = (
-        builder.config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
-        # The fold collects each key's events in a hash map; past 128 keys (the default) Spark
-        # would sort every row of the partition by key instead. Bounded, so that a partition with
-        # very many keys still falls back to the sort (which spills) rather than run out of memory.
-        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
-    )
-    if not verbose:
-        quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
-        conf[_JAVA_OPTIONS] = f"{quiet} {conf.get(_JAVA_OPTIONS, '')}".strip()
-    if start is None or launched_by_spark_submit:
-        spark = _create(builder, conf)
-    else:
-        try:
-            spark = _create(builder, _with_java_options(conf, start.options))
-        except PySparkRuntimeError:
-            if start.archive is None and start.dump_to is None:
-                raise
-            # the JVM refused to start with CDS (a damaged archive the checks did not catch, a
-            # JDK without a base archive): start it without
-            start.drop_cds()
-            spark = _create(builder, _with_java_options(conf, start.options))
+    from pyspark import SparkContext
+    from pyspark.errors import PySparkRuntimeError
+
+    if early is not None:
+        with early.connect() as connected:
+            if connected:
+                spark = _create(session_settings(master, conf, driver_memory, verbose, start))
+                SparkContext._gateway.proc = early.proc  # type: ignore[union-attr]  # as if PySpark had launched it
+                _quiet(spark)
+                return spark
+        if start is not None:
+            start.drop_cds()  # the likeliest reason it did not come up; a JVM is started below
+    try:
+        spark = _create(session_settings(master, conf, driver_memory, verbose, start))
+    except PySparkRuntimeError:
+        if start is None or (start.archive is None and start.dump_to is None):
+            raise
+        # the JVM refused to start with CDS (a damaged archive the checks did not catch, a
+        # JDK without a base archive): start it without
+        start.drop_cds()
+        spark = _create(session_settings(master, conf, driver_memory, verbose, start))
     _quiet(spark)
     return spark
 
 
-def _with_java_options(conf: dict[str, str], options: list[str]) -> dict[str, str]:
-    """The user's own options last, so that theirs win."""
-    out = dict(conf)
-    out[_JAVA_OPTIONS] = " ".join([*options, conf.get(_JAVA_OPTIONS, "")]).strip()
-    return out
+def _create(settings: dict[str, str]) -> SparkSession:
+    from pyspark.sql import SparkSession
 
-
-def _create(builder: SparkSession.Builder, conf: dict[str, str]) -> SparkSession:
-    for key, value in conf.items():
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
