@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
@@ -34,11 +35,12 @@ def _conf(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(filters: bool = True, output: bool = True) -> argparse.ArgumentParser:
+    """The options every command takes: inputs and Spark's, and (unless compact) filters and --output."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="capture files, directories or globs (JSON Lines captures and swss.rec, "
-                        "rotated and .gz included); any path Spark reads")
+                        "rotated and .gz included, and segments written by `compact`); any path Spark reads")
     g = p.add_argument_group("inputs")
     g.add_argument("--host", help="host name for every input (default: see --host-pattern)")
     g.add_argument("--host-pattern", default=DEFAULT_HOST_PATTERN, metavar="REGEX",
@@ -47,12 +49,13 @@ def _common() -> argparse.ArgumentParser:
                    help="zone of swss.rec timestamps and of times given without one (default UTC)")
     g.add_argument("--rec-db", metavar="DB",
                    help="database of swss.rec lines (default: CONFIG_DB for TABLE|key, APPL_DB for TABLE:key)")
-    f = p.add_argument_group("filters")
-    f.add_argument("--only-host", action="append", metavar="HOST", help="keep these hosts (glob; repeatable)")
-    f.add_argument("--table", action="append", metavar="TABLE", help="keep these tables (glob; repeatable)")
-    f.add_argument("--key", action="append", metavar="KEY", help="keep these keys (glob; repeatable)")
-    f.add_argument("--as-of", metavar="T",
-                   help="only events at or before T (ISO 8601, or swss.rec's 2026-11-25.23:41:16.123456)")
+    if filters:
+        f = p.add_argument_group("filters")
+        f.add_argument("--only-host", action="append", metavar="HOST", help="keep these hosts (glob; repeatable)")
+        f.add_argument("--table", action="append", metavar="TABLE", help="keep these tables (glob; repeatable)")
+        f.add_argument("--key", action="append", metavar="KEY", help="keep these keys (glob; repeatable)")
+        f.add_argument("--as-of", metavar="T",
+                       help="only events at or before T (ISO 8601, or swss.rec's 2026-11-25.23:41:16.123456)")
     s = p.add_argument_group("spark")
     s.add_argument("--master", help="Spark master (default: local[*], or spark-submit's)")
     s.add_argument("--driver-memory", help="spark.driver.memory for a local run, e.g. 4g")
@@ -60,8 +63,9 @@ def _common() -> argparse.ArgumentParser:
                    help="extra Spark configuration (repeatable)")
     s.add_argument("--verbose", action="store_true",
                    help="show Spark's own log lines (by default only its errors)")
-    s.add_argument("--output", default="replay-output", metavar="DIR",
-                   help="where Parquet results and rejected lines go (default ./replay-output)")
+    if output:
+        s.add_argument("--output", default="replay-output", metavar="DIR",
+                       help="where Parquet results and rejected lines go (default ./replay-output)")
     return p
 
 
@@ -69,7 +73,8 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Replay swssd captures and swss.rec files with PySpark: table state at an "
-                    "instant, history, statistics, diff against a live dump, restore.",
+                    "instant, history, statistics, diff against a live dump, restore; compact "
+                    "captures into a segment that replays without parsing text.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _common()
@@ -109,6 +114,12 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     re.add_argument("--separator", choices=[":", "|"],
                     help="key separator with --url (default by database name)")
     re.add_argument("--db-config", metavar="PATH", help="database_config.json to find --db in")
+
+    co = sub.add_parser("compact", parents=[_common(filters=False, output=False)],
+                        help="read the inputs once into a columnar capture segment (Parquet) that "
+                             "the other commands read without parsing text")
+    co.add_argument("--out", required=True, metavar="DIR",
+                    help="the segment's directory (new, empty, or a segment to replace); local")
     return parser
 
 
@@ -122,22 +133,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from pyspark.errors import AnalysisException
 
-    from .commands import COMMANDS, UsageError
+    from .commands import COMMANDS, UsageError, input_options
     from .jvm import C1_INPUT_BYTES, is_small
     from .paths import NoInputError, resolve_inputs
     from .progress import Progress
+    from .segment import SegmentError, check_options, check_out, open_segment, source_bytes
 
     try:
         resolved = resolve_inputs(args.inputs)
-    except NoInputError as exc:
+        args.segments = [open_segment(path) for path in resolved.segments]
+        for segment in args.segments:
+            check_options(segment, input_options(args))
+        if args.command == "compact":
+            check_out(Path(args.out), resolved.paths, args.segments)
+    except (NoInputError, SegmentError) as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2
     for note in resolved.notes():
         print(f"swssd replay: {note}", file=sys.stderr)
     args.inputs = resolved.paths
-    small = is_small(args.inputs)
+    # a segment weighs what its sources did: the settings are chosen as if they were given
+    segment_bytes = source_bytes(args.segments)
+    small = is_small(args.inputs, segment_bytes=segment_bytes)
     conf = dict(args.conf)
-    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES), _warm_up_texts(args))
+    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES, segment_bytes), _warm_up_texts(args))
     try:
         with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
@@ -191,10 +210,12 @@ def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool,
 def _warm_up_texts(args: argparse.Namespace) -> list[str]:
     """The projections of the input parsing (inputs.plan_texts) as `load` will build them, as
     queries (unless the session's conf says otherwise; then the warm-up is only less exact)."""
-    from .inputs import InputOptions, plan_texts
+    from .commands import input_options
+    from .inputs import plan_texts
 
-    opts = InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
-                        timezone=args.timezone, rec_db=args.rec_db)
+    opts = input_options(args)
+    if not opts.paths:  # segments only: no text to parse
+        return []
     try:
         return [f"SELECT {', '.join(projection)} FROM t" for projection in plan_texts(opts)]
     except ValueError:

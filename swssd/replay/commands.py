@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import diff as diff_mod
+from . import segment as segment_mod
 from . import stats as stats_mod
 from .fold import fold_state, matches, select_events
 from .inputs import InputOptions, Inputs, load
@@ -36,17 +38,15 @@ def _instant(args: argparse.Namespace, name: str) -> int | None:
     return parse_instant(text, args.timezone) if text else None
 
 
+def input_options(args: argparse.Namespace) -> InputOptions:
+    return InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
+                        timezone=args.timezone, rec_db=args.rec_db)
+
+
 def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
-    return load(
-        spark,
-        InputOptions(
-            paths=args.inputs,
-            host=args.host,
-            host_pattern=args.host_pattern,
-            timezone=args.timezone,
-            rec_db=args.rec_db,
-        ),
-    )
+    """The text inputs and the segments among the inputs (cli.main opened and checked them)."""
+    segments = getattr(args, "segments", [])
+    return load(spark, input_options(args), [segment_mod.stored(spark, s) for s in segments])
 
 
 def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
@@ -68,10 +68,14 @@ def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
     if counts.get("rejects"):
         path = out_path(args, "rejects")
         inputs.rejects.write.mode("overwrite").json(path)
-    print(input_summary(counts, path))
+    _print_counts(counts, path)
+    return counts
+
+
+def _print_counts(counts: dict[str, int], rejects_path: str | None) -> None:
+    print(input_summary(counts, rejects_path))
     if not counts.get("lines"):
         print("swssd replay: warning: the inputs hold no lines (empty files or directories)", file=sys.stderr)
-    return counts
 
 
 def _write(df: DataFrame, path: str) -> DataFrame:
@@ -255,10 +259,25 @@ def run_restore(spark: SparkSession, args: argparse.Namespace) -> int:
     return 0
 
 
+# -- compact ------------------------------------------------------------------------------
+
+
+def run_compact(spark: SparkSession, args: argparse.Namespace) -> int:
+    """cli.main checked --out (segment_mod.check_out) before Spark started."""
+    out = Path(args.out)
+    segments = getattr(args, "segments", [])
+    counts = segment_mod.compact(_load(spark, args), input_options(args), segments, out)
+    _print_counts(counts, str(out / "rejects") if counts["rejects"] else None)
+    sources = segment_mod.sources_of(args.inputs, segments)
+    print(f"segment of {len(sources)} capture file(s): {counts['events']} events -> {out}")
+    return 0
+
+
 COMMANDS = {
     "state": run_state,
     "history": run_history,
     "stats": run_stats,
     "diff": run_diff,
     "restore": run_restore,
+    "compact": run_compact,
 }

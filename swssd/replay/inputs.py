@@ -37,8 +37,10 @@ to replay it. swss.rec does not say which lines a subscriber wrote, so their SET
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -84,6 +86,7 @@ EVENT_COLUMNS = [
 """`fvs` is array<array<string>>: [[field, value], ...] in the order of the capture; `kind` is
 null, state, queue, subscriber, notification or zmq (see the module docstring)."""
 REJECT_COLUMNS = ["source", "reason", "value"]
+REJECT_SCHEMA = "source STRING, reason STRING, value STRING"
 COUNTS = ["lines", "events", "markers", "blank", "rejects"]
 
 
@@ -97,29 +100,56 @@ class InputOptions:
 
 
 @dataclass
-class Inputs:
-    """The classified lines (`line_kind`: event, marker, blank, reject), and the counts observed
-    while the first action read them."""
+class Stored:
+    """Inputs read before and kept as Parquet (a capture segment, segment.py): their events, their
+    rejected lines (None when there were none), and the counts of the lines they came from."""
 
-    lines: DataFrame
-    observation: Observation
+    events: DataFrame
+    rejects: DataFrame | None
+    counts: dict[str, int]
+
+
+@dataclass
+class Inputs:
+    """The classified lines of the text inputs (`line_kind`: event, marker, blank, reject; None
+    when every input is a segment) with the counts observed while the first action read them,
+    and the stored inputs read beside them: one stream of events, rejects and counts."""
+
+    lines: DataFrame | None
+    observation: Observation | None
+    stored: Sequence[Stored] = ()
 
     @property
     def events(self) -> DataFrame:
-        return self.lines.where("line_kind = 'event'").selectExpr(*map(quote_name, EVENT_COLUMNS))
+        parts = [s.events for s in self.stored]
+        if self.lines is not None:
+            parts.insert(0, self.lines.where("line_kind = 'event'").selectExpr(*map(quote_name, EVENT_COLUMNS)))
+        return _union(parts)
 
     @property
     def rejects(self) -> DataFrame:
-        return self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS)
+        parts = [s.rejects for s in self.stored if s.rejects is not None]
+        if self.lines is not None:
+            parts.insert(0, self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS))
+        if not parts:  # stored inputs only, none with a rejected line
+            return self.stored[0].events.sparkSession.createDataFrame([], REJECT_SCHEMA)
+        return _union(parts)
 
     def counts(self) -> dict[str, int]:
         """lines, events, markers, blank, rejects: available once an action has run."""
-        try:
-            observed = self.observation.get
-        except Py4JJavaError:
-            # Inputs without a single line give Spark no partition to observe: no metrics row.
-            observed = {}
-        return {k: int(observed.get(k) or 0) for k in COUNTS}
+        observed: dict[str, Any] = {}
+        # Inputs without a single line give Spark no partition to observe: no metrics row.
+        with contextlib.suppress(Py4JJavaError):
+            observed = self.observation.get if self.observation is not None else {}
+        return {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    """By column name: a stored schema lists the same columns, written by this module's plan."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
 
 
 _UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", "Universal"}
@@ -335,8 +365,13 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     ]
 
 
-def load(spark: SparkSession, opts: InputOptions) -> Inputs:
-    """Classify and parse every line of the inputs; counts are observed by the first action."""
+def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ()) -> Inputs:
+    """Classify and parse every line of the inputs; counts are observed by the first action.
+    `stored` inputs (segments) join them as they are; with no paths, no text is read."""
+    if not opts.paths:
+        if not stored:
+            raise ValueError("no inputs")
+        return Inputs(None, None, stored)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
     lines = spark.read.text(list(opts.paths))
     for projection in plan_texts(opts, utc_session, quoting(spark)):
@@ -351,4 +386,4 @@ def load(spark: SparkSession, opts: InputOptions) -> Inputs:
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),
     )
-    return Inputs(lines, observation)
+    return Inputs(lines, observation, stored)

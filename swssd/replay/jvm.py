@@ -78,10 +78,13 @@ def input_bytes(paths: Sequence[str]) -> int | None:
     return total
 
 
-def is_small(paths: Sequence[str], limit: int | None = None) -> bool:
-    """Whether the inputs hold at most `limit` bytes (default SMALL_INPUT_BYTES)."""
+def is_small(paths: Sequence[str], limit: int | None = None, segment_bytes: int | None = 0) -> bool:
+    """Whether the inputs hold at most `limit` bytes (default SMALL_INPUT_BYTES), with
+    `segment_bytes` for input segments (the bytes of their sources; None: not known)."""
     size = input_bytes(paths)
-    return size is not None and size <= (SMALL_INPUT_BYTES if limit is None else limit)
+    if size is None or segment_bytes is None:
+        return False
+    return size + segment_bytes <= (SMALL_INPUT_BYTES if limit is None else limit)
 
 
 def cache_dir() -> Path:

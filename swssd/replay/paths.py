@@ -5,6 +5,10 @@ stands for every file under it, and a glob for what it matches (names starting w
 left out, as Spark does: `_SUCCESS`, `.crc`); inputs
 with a scheme (`hdfs://`, `s3a://`, ...) are handed to Spark as they are.
 
+A directory holding SEGMENT_MARKER is a columnar capture segment (segment.py), wherever it is met
+(named, matched by a glob, or under a directory named): it is one input, read as Parquet, and
+nothing under it is read as text. Segments are recognised on the local file system only.
+
 One stream, counted once: the daemon with `capture.rec = true` writes the same events twice into
 one directory, as JSON Lines (lossless) and as swss.rec. When the files to read hold both kinds in
 one directory, that directory's swss.rec files are left out and named in a note; naming swss.rec
@@ -27,6 +31,10 @@ _REC = re.compile(r"^swss\.rec(\.\d+)?(\.gz)?$")
 _JSONL = re.compile(r"\.jsonl(\.\d+)?(\.gz)?$")
 
 
+#: the file that makes a directory a capture segment (its manifest, segment.py)
+SEGMENT_MARKER = "_swssd_segment.json"
+
+
 class NoInputError(ValueError):
     """An input names nothing that exists."""
 
@@ -36,6 +44,8 @@ class ResolvedInputs:
     """The files to read, and what was decided on the way."""
 
     paths: list[str]
+    #: capture segment directories (read as Parquet, not as text)
+    segments: list[str] = field(default_factory=list)
     #: swss.rec files left out: a JSON Lines capture beside them holds the same events
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
@@ -52,15 +62,25 @@ def _is_hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def _files_under(directory: Path) -> list[Path]:
+def is_segment(path: Path) -> bool:
+    return (path / SEGMENT_MARKER).is_file()
+
+
+def _under(directory: Path) -> tuple[list[Path], list[Path]]:
+    """The files under `directory` and the segments met on the way (not walked into)."""
     found: list[Path] = []
+    segments: list[Path] = []
     for root, dirs, files in os.walk(directory):
+        if is_segment(Path(root)):
+            segments.append(Path(root))
+            dirs[:] = []
+            continue
         dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
         found.extend(Path(root) / f for f in sorted(files) if not _is_hidden(f))
-    return found
+    return found, segments
 
 
-def _expand(text: str) -> list[Path]:
+def _expand(text: str) -> tuple[list[Path], list[Path]]:
     local = text.removeprefix("file://")
     if glob.has_magic(local):
         matches = [Path(p) for p in sorted(glob.glob(local)) if not _is_hidden(Path(p).name)]
@@ -69,10 +89,16 @@ def _expand(text: str) -> list[Path]:
     if not matches:
         raise NoInputError(f"no file matches {text!r}")
     files: list[Path] = []
+    segments: list[Path] = []
     for path in matches:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found, met = _under(path)
+        segments.extend(met)
         # an empty directory stays itself: Spark reads it as no lines (and the user is warned)
-        files.extend((_files_under(path) or [path]) if path.is_dir() else [path])
-    return files
+        files.extend(found or ([] if met else [path]))
+    return files, segments
 
 
 def _drop_rec_beside_jsonl(files: list[Path]) -> tuple[list[Path], dict[str, list[str]]]:
@@ -88,11 +114,15 @@ def _drop_rec_beside_jsonl(files: list[Path]) -> tuple[list[Path], dict[str, lis
 
 
 def resolve_inputs(inputs: Sequence[str]) -> ResolvedInputs:
-    """The files to read for the command line's INPUTs; NoInputError when one matches nothing."""
+    """The files and segments to read for the command line's INPUTs; NoInputError when one
+    matches nothing."""
     remote = [text for text in inputs if _SCHEME.match(text) and not text.startswith("file://")]
     local: dict[Path, None] = {}  # in order, once each
+    segments: dict[Path, None] = {}
     for text in inputs:
         if text not in remote:
-            local.update(dict.fromkeys(_expand(text)))
+            found, met = _expand(text)
+            local.update(dict.fromkeys(found))
+            segments.update(dict.fromkeys(met))
     files, skipped = _drop_rec_beside_jsonl(list(local))
-    return ResolvedInputs([*map(str, files), *remote], skipped)
+    return ResolvedInputs([*map(str, files), *remote], list(map(str, segments)), skipped)
