@@ -14,11 +14,16 @@ ratio shows how the job scales (target <= 4.5: linear). `--mixed` records the la
 subscriber tables (a SET is the full entry, so it replaces) and makes 1 event in 20 a
 notification (never table state), to time and check those kinds too.
 
+`--segment` also compacts each size's captures once into a columnar capture segment (`swssd replay
+compact`, timed apart: paid once per capture) and adds a third side to the rounds:
+  segment - `replay state` over the segment (Parquet: no JSON parsing), checked against the fold
+            like the other; the order of the three sides rotates from round to round.
+
 `--cli-rounds N` (default 5; 0 skips it) also times the whole command on a 2-event capture, as a
 user runs it: `python -m swssd.replay state` in a fresh process, JVM start-up included; with the
 class archive (swssd/replay/jvm.py), without it, and with `--baseline DIR` an earlier swssd tree.
 
-Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--sizes 1000000 4000000]
+Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--segment] [--sizes 1000000 4000000]
      [--rounds 3] [--cli-rounds 5] [--keep DIR] [--baseline DIR]
 """
 
@@ -131,21 +136,34 @@ def python_fold(directory: Path) -> State:
     return {k: v for k, v in state.items() if v}
 
 
-def spark_state(directory: Path, out: Path, spark_args: list[str]) -> float:
+def replay(argv: list[str]) -> float:
+    """One replay command through cli.main in this process's session; its wall time."""
     from swssd.replay.cli import main
 
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["state", str(directory / "swssd.capture.jsonl*"), "--output", str(out), *spark_args])
+        code = main(argv)
     elapsed = time.perf_counter() - t0
     if code != 0:
-        raise SystemExit(f"replay state failed with {code}")
+        raise SystemExit(f"replay {argv[0]} failed with {code}")
     return elapsed
+
+
+def spark_state(directory: Path, out: Path, spark_args: list[str]) -> float:
+    return replay(["state", str(directory / "swssd.capture.jsonl*"), "--output", str(out), *spark_args])
 
 
 def read_state(spark, out: Path) -> State:  # type: ignore[no-untyped-def]
     rows = spark.read.parquet(str(out / "state")).collect()
     return {(r["host"], r["db"], r["table"], r["key"]): dict(r["fields"]) for r in rows}
+
+
+def round_order(sides: list[str], r: int) -> list[str]:
+    """Round r's order: alternating and rotating, so that no side always runs first (or right
+    after the same other) on a busy machine."""
+    order = sides if r % 2 == 0 else sides[::-1]
+    k = r // 2 % len(order)
+    return order[k:] + order[:k]
 
 
 def load() -> float:
@@ -227,6 +245,8 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="100k and 400k events, for a quick run")
     ap.add_argument("--mixed", action="store_true",
                     help="subscriber tables and notifications among the events")
+    ap.add_argument("--segment", action="store_true",
+                    help="also compact the captures once and time `replay state` over the segment")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved spark/python rounds per size")
     ap.add_argument("--cli-rounds", type=int, default=5,
                     help="timed runs of the command on a 2-event capture (0: skip)")
@@ -271,32 +291,50 @@ def main() -> None:
                 nbytes = generate(d, n, mixed=args.mixed)
                 print(f"generated {n:,} events, {nbytes / 1e6:.0f} MB in "
                       f"{len(list(d.iterdir()))} files ({time.perf_counter() - t:.0f} s)")
-            runs: dict[str, list[tuple[float, float]]] = {"spark": [], "python": []}
+            sides = ["spark", "python"]
+            seg: Path | None = None
+            if args.segment:
+                seg = base / (f"segment-{n}" + ("-mixed" if args.mixed else ""))
+                before = load()
+                elapsed = replay(["compact", str(d / "swssd.capture.jsonl*"), "--out", str(seg)])
+                print(f"{n:>10,} events, compacted once into a segment of "
+                      f"{sum(f.stat().st_size for f in seg.rglob('*.parquet')) / 1e6:.0f} MB: {elapsed:6.1f} s "
+                      f"({n / elapsed:>9,.0f} ev/s)  load {before:.1f}", flush=True)
+                sides.insert(1, "segment")
+            runs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
             expected: State | None = None
             same = True
             for r in range(args.rounds):
-                for side in (("spark", "python") if r % 2 == 0 else ("python", "spark")):
+                for side in round_order(sides, r):
                     before = load()
-                    if side == "spark":
-                        elapsed = spark_state(d, base / f"out-{n}", [])
-                    else:
+                    if side == "python":
                         t = time.perf_counter()
                         expected = python_fold(d)
                         elapsed = time.perf_counter() - t
+                    else:
+                        source = str(seg) if side == "segment" else str(d / "swssd.capture.jsonl*")
+                        elapsed = replay(["state", source, "--output", str(base / f"out-{n}-{side}")])
                     runs[side].append((elapsed, before))
-                    print(f"{n:>10,} events, round {r + 1}: {side:6s} {elapsed:6.1f} s "
+                    print(f"{n:>10,} events, round {r + 1}: {side:7s} {elapsed:6.1f} s "
                           f"({n / elapsed:>9,.0f} ev/s)  load {before:.1f}", flush=True)
-                    if side == "spark" and expected is not None:
-                        same &= read_state(spark, base / f"out-{n}") == expected
+                    if side != "python" and expected is not None:
+                        same &= read_state(spark, base / f"out-{n}-{side}") == expected
             assert expected is not None
-            same &= read_state(spark, base / f"out-{n}") == expected
-            s_med, p_med = (median([x[0] for x in runs[k]]) for k in ("spark", "python"))
+            for side in sides:
+                if side != "python":
+                    same &= read_state(spark, base / f"out-{n}-{side}") == expected
+            medians = {side: median([x[0] for x in runs[side]]) for side in sides}
+            s_med, p_med = medians["spark"], medians["python"]
             results.append((n, s_med, p_med, len(expected), same))
             loads = [x[1] for k in runs for x in runs[k]]
             print(f"{n:>10,} events, medians of {args.rounds}: spark {s_med:6.1f} s ({n / s_med:>9,.0f} ev/s)   "
                   f"python {p_med:6.1f} s ({n / p_med:>9,.0f} ev/s)   python/spark {p_med / s_med:.2f}   "
                   f"load {min(loads):.1f}-{max(loads):.1f}   {len(expected)} entries, same state: {same}",
                   flush=True)
+            if "segment" in medians:
+                g_med = medians["segment"]
+                print(f"{n:>10,} events, medians of {args.rounds}: segment {g_med:6.1f} s ({n / g_med:>9,.0f} ev/s)   "
+                      f"python/segment {p_med / g_med:.2f}   spark/segment {s_med / g_med:.2f}", flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
