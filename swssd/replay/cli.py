@@ -137,13 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .jvm import C1_INPUT_BYTES, is_small
     from .paths import NoInputError, resolve_inputs
     from .progress import Progress
-    from .segment import SegmentError, check_options, check_out, open_segment, source_bytes
+    from .segment import SegmentError, check_options, check_out, check_sources, open_segment, source_bytes
 
     try:
         resolved = resolve_inputs(args.inputs)
         args.segments = [open_segment(path) for path in resolved.segments]
         for segment in args.segments:
             check_options(segment, input_options(args))
+        check_sources(resolved.paths, args.segments)
         if args.command == "compact":
             check_out(Path(args.out), resolved.paths, args.segments)
     except (NoInputError, SegmentError) as exc:

@@ -118,6 +118,10 @@ def open_segment(path: str | Path) -> Segment:
     return segment
 
 
+def _shown(value: str | None) -> str:
+    return "(none)" if value is None else repr(value)
+
+
 def check_options(segment: Segment, opts: InputOptions) -> None:
     """SegmentError unless `opts` are the input options the segment was read with: its events
     keep those (hosts, swss.rec times and databases), so other options would not mean what
@@ -127,10 +131,27 @@ def check_options(segment: Segment, opts: InputOptions) -> None:
         if given[name] != segment.options[name]:
             flag = "--" + name.replace("_", "-")
             raise SegmentError(
-                f"{segment.path}: compacted with {flag} {segment.options[name]!r}, not {given[name]!r}: "
+                f"{segment.path}: compacted with {flag} {_shown(segment.options[name])}, not {_shown(given[name])}: "
                 f"its events keep the options they were read with (compact the captures again, or "
                 f"give the same {flag})"
             )
+
+
+def _absolute(path: str) -> str:
+    local = path.removeprefix("file://")
+    return path if "://" in local else os.path.abspath(local)
+
+
+def check_sources(paths: Sequence[str], segments: Sequence[Segment]) -> None:
+    """SegmentError when a capture file is read twice: as text and in a segment, or in two
+    segments (a segment made beside its captures, then the directory replayed)."""
+    seen: dict[str, str] = {_absolute(p): "the inputs hold" for p in paths}
+    for segment in segments:
+        for source in segment.sources:
+            if source in seen:
+                raise SegmentError(f"{segment.path}: holds {source}, which {seen[source]} too: "
+                                   "give one of them, not both")
+            seen[source] = f"segment {segment.path} holds"
 
 
 def stored(spark: SparkSession, segment: Segment) -> Stored:
@@ -151,8 +172,8 @@ def source_bytes(segments: Sequence[Segment]) -> int | None:
 
 
 def sources_of(paths: Sequence[str], segments: Sequence[Segment]) -> list[str]:
-    """The capture files a compaction reads, those of input segments included."""
-    return [*paths, *(s for seg in segments for s in seg.sources)]
+    """The capture files a compaction reads (absolute), those of input segments included."""
+    return [*map(_absolute, paths), *(s for seg in segments for s in seg.sources)]
 
 
 def check_out(out: Path, paths: Sequence[str], segments: Sequence[Segment]) -> None:
