@@ -3,6 +3,7 @@ uses it when it came up, and starts one the usual way when it did not."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from swssd.replay.gateway import EarlyJVM, spark_home  # noqa: E402
+from swssd.replay.gateway import EarlyJVM, spark_home
 
 
 def _fake(tmp_path: Path, command: list[str]) -> EarlyJVM:
@@ -85,3 +86,49 @@ def test_a_session_uses_the_early_jvm_or_starts_its_own(jvm: str) -> None:
     count, probe, zone, same, leaked = proc.stdout.split()
     assert (count, probe, zone, leaked) == ("5", "yes", "UTC", "False")
     assert same == ("True" if jvm == "early" else "False")
+
+
+COMMAND = textwrap.dedent("""
+    import json, sys
+    import swssd.replay.gateway as gateway
+    from swssd.replay.cli import main
+
+    started = []
+    original = gateway.EarlyJVM.start.__func__
+
+    def start(cls, settings):
+        jvm = original(cls, settings)
+        started.append((jvm, "pyspark" in sys.modules))
+        return jvm
+
+    gateway.EarlyJVM.start = classmethod(start)
+    code = main(sys.argv[1:])
+    jvm, pyspark_imported = started[0] if started else (None, None)
+    print(json.dumps({"code": code, "started": len(started), "pyspark_before": pyspark_imported,
+                      "used": jvm is not None and jvm.used,
+                      "ended": jvm is not None and jvm.proc.poll() is not None}))
+""")
+
+
+def _command(*argv: str) -> dict[str, object]:
+    proc = subprocess.run([sys.executable, "-c", COMMAND, *argv], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_the_command_starts_its_jvm_before_pyspark_and_uses_it(tmp_path: Path) -> None:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text('{"ts":"2026-11-25T00:00:00.000001Z","db":"APPL_DB","table":"PORT_TABLE",'
+                       '"key":"Ethernet0","op":"SET","fvs":[["mtu","9100"]]}\n')
+    got = _command("state", str(capture), "--out", str(tmp_path / "out"))
+    assert got == {"code": 0, "started": 1, "pyspark_before": False, "used": True, "ended": False}
+    assert (tmp_path / "out" / "state").is_dir()
+
+
+def test_an_error_before_the_session_ends_the_early_jvm(tmp_path: Path) -> None:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text("{}\n")
+    (tmp_path / "out").write_text("a file where compact's directory goes")
+    got = _command("compact", str(capture), "--out", str(tmp_path / "out"))
+    assert got == {"code": 2, "started": 1, "pyspark_before": False, "used": False, "ended": True}
+    assert _command("state", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"))["started"] == 0

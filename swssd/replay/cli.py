@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sys
 import threading
@@ -20,7 +21,9 @@ from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .gateway import EarlyJVM
     from .jvm import Start
+    from .paths import ResolvedInputs
 
 INSTALL_HINT = (
     "swssd replay needs PySpark (and a Java 17 runtime), which the daemon does not: "
@@ -126,28 +129,41 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one replay sub-command; returns the exit status (1: diff found differences, 2: error)."""
     args = build_parser().parse_args(argv)
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pyspark") is None:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
+    from .paths import NoInputError, resolve_inputs
+
+    try:
+        resolved = resolve_inputs(args.inputs)
+    except NoInputError as exc:
+        print(f"swssd replay: {exc}", file=sys.stderr)
+        return 2
+    early = _start_jvm(args, resolved.paths) if not resolved.segments else None
+    try:
+        return _run(args, resolved, early)
+    finally:
+        if early is not None and not early[0].used:
+            early[0].stop()  # an error before the session started: its JVM ends here
+
+
+def _run(args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None) -> int:
+    """main() once the JVM may be starting: PySpark imported, the inputs checked, the command run."""
     from pyspark.errors import AnalysisException
 
     from .commands import COMMANDS, UsageError, input_options
     from .jvm import C1_INPUT_BYTES, is_small
-    from .paths import NoInputError, resolve_inputs
     from .progress import Progress
     from .segment import SegmentError, check_options, check_out, check_sources, open_segment, source_bytes
 
     try:
-        resolved = resolve_inputs(args.inputs)
         args.segments = [open_segment(path) for path in resolved.segments]
         for segment in args.segments:
             check_options(segment, input_options(args))
         check_sources(resolved.paths, args.segments)
         if args.command == "compact":
             check_out(Path(args.out), resolved.paths, args.segments)
-    except (NoInputError, SegmentError) as exc:
+    except SegmentError as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2
     for note in resolved.notes():
@@ -157,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     segment_bytes = source_bytes(args.segments)
     small = is_small(args.inputs, segment_bytes=segment_bytes)
     conf = dict(args.conf)
-    spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES, segment_bytes), _warm_up_texts(args))
+    c1 = is_small(args.inputs, C1_INPUT_BYTES, segment_bytes)
+    spark, start = _session(args, conf, c1, _warm_up_texts(args), early)
     try:
         with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
@@ -186,23 +203,49 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     os._exit(code)
 
 
-def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool,
-             warm_up: list[str] | None = None) -> tuple[SparkSession, Start | None]:
-    """The session, and how its JVM was started when this call started it (jvm.py); a JVM
-    started here parses `warm_up` in a second thread while the session starts (_warm_up)."""
-    from pyspark import SparkContext
+def _start_jvm(args: argparse.Namespace, paths: Sequence[str]) -> tuple[EarlyJVM, Start] | None:
+    """The session's JVM, started before PySpark is imported (gateway.py): it boots while this
+    process imports PySpark and plans the command (some 0.7 s of a small replay). None when a JVM
+    is running already or cannot be started this way (then the session starts one)."""
+    if _jvm_running():
+        return None
+    from .gateway import EarlyJVM
+    from .jvm import C1_INPUT_BYTES, is_small, plan
+    from .session import session_settings
 
+    conf = dict(args.conf)
+    start = plan(is_small(paths, C1_INPUT_BYTES), conf.get("spark.driver.extraJavaOptions", ""))
+    early = EarlyJVM.start(session_settings(args.master, conf, args.driver_memory, args.verbose, start))
+    return None if early is None else (early, start)
+
+
+def _jvm_running() -> bool:
+    """spark-submit's JVM, or a session of the calling program (its options stay as they are)."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return True
+    pyspark = sys.modules.get("pyspark")  # not imported: no session in this process
+    return pyspark is not None and pyspark.SparkContext._gateway is not None
+
+
+def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool, warm_up: list[str] | None = None,
+             early: tuple[EarlyJVM, Start] | None = None) -> tuple[SparkSession, Start | None]:
+    """The session, and how its JVM was started when this call (or _start_jvm) started it (jvm.py);
+    a JVM started here parses `warm_up` in a second thread while the session starts (_warm_up)."""
     from .jvm import plan
     from .session import get_session
 
-    # a JVM already running (spark-submit's, or a session of the calling program) keeps its options
-    launches = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
-    start = plan(c1, conf.get("spark.driver.extraJavaOptions", "")) if launches else None
+    launches = not _jvm_running()
+    jvm: EarlyJVM | None = None
+    start: Start | None = None
+    if early is not None:
+        jvm, start = early
+    elif launches:
+        start = plan(c1, conf.get("spark.driver.extraJavaOptions", ""))
     done = threading.Event()
     if launches and warm_up:
         threading.Thread(target=_warm_up, args=(warm_up, done), name="swssd-replay-warm-up", daemon=True).start()
     try:
-        spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start)
+        spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start, early=jvm)
     finally:
         done.set()
     return spark, start

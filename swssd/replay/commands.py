@@ -21,7 +21,6 @@ from . import stats as stats_mod
 from .fold import fold_state, matches, select_events
 from .inputs import InputOptions, Inputs, load
 from .report import input_summary, text_table
-from .restore import Target, restore
 from .timeparse import parse_instant
 
 
@@ -242,6 +241,8 @@ def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
 
 
 def run_restore(spark: SparkSession, args: argparse.Namespace) -> int:
+    from .restore import Target, restore  # redis-py: only this command needs it
+
     _, state, host = _state_for_one_host(spark, args)
     tables: dict[str, dict[str, dict[str, str]]] = {
         name: {} for name in (args.table or []) if not any(c in name for c in "*?[")

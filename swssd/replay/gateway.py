@@ -45,6 +45,8 @@ class EarlyJVM:
 
     def __init__(self, proc: subprocess.Popen[bytes], info_dir: Path) -> None:
         self.proc = proc
+        #: a session took it (connect() said yes): its end is the session's business
+        self.used = False
         self._info_dir = info_dir
         self._info = info_dir / "conn-info"
 
@@ -100,6 +102,7 @@ class EarlyJVM:
             return
         saved = {name: os.environ.get(name) for name in (_PORT_ENV, _SECRET_ENV)}
         os.environ[_PORT_ENV], os.environ[_SECRET_ENV] = str(found[0]), found[1]
+        self.used = True
         try:
             yield True
         finally:
@@ -110,12 +113,13 @@ class EarlyJVM:
                     os.environ[name] = value
 
     def stop(self) -> None:
-        """End the JVM (closing its stdin is how PySpark's JVM is told to exit)."""
+        """End a JVM no session took: closing its stdin tells a running gateway to exit; one still
+        booting (it reads stdin only once its gateway is up) is killed after a second."""
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

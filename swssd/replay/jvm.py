@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .gateway import spark_home
+
 #: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with C1 only
 C1_INPUT_BYTES = 64 << 20
 #: and up to this many with SMALL_SQL_CONF (interpreted expressions cost more than compiling
@@ -100,13 +102,9 @@ def _java() -> Path | None:
     return Path(found).resolve() if found and os.path.exists(found) else None
 
 
-def _spark_jars() -> Path:
-    home = os.environ.get("SPARK_HOME")
-    if home:
-        return Path(home) / "jars"
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
+def _spark_jars() -> Path | None:
+    home = spark_home()  # without importing PySpark: plan() runs before it is imported
+    return None if home is None else home / "jars"
 
 
 def fingerprint() -> str | None:
@@ -121,6 +119,8 @@ def fingerprint() -> str | None:
                 st = f.stat()
                 h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
         jars = _spark_jars()
+        if jars is None:
+            return None
         h.update(f"{jars.resolve()}\n".encode())
         for jar in sorted(os.scandir(jars), key=lambda e: e.name):
             st = jar.stat()
