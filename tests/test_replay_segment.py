@@ -121,19 +121,23 @@ def test_compact_writes_a_segment_and_reports_the_counts(
     ("state", ["--as-of", "2026-03-01T10:00:02Z"]),  # the instant shared by sw2's two files
     ("history", ["--limit", "100"]),
     ("stats", ["--top", "50"]),
+    ("diff", ["--only-host", "sw2", "--dump", "DUMP"]),
 ])
 def test_a_segment_replays_as_its_captures(
     command: str, extra: list[str], caps: Path, segment: Path, spark: SparkSession, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The same printed output (counts, tables, history in order) and the same Parquet results."""
+    """The same printed output (counts, tables, history in order), exit status and Parquet results."""
     out = tmp_path / "out"
-    outputs = {"state": ["state"], "history": ["history"], "stats": ["stats/tables", "stats/keys",
-                                                                      "stats/notifications"]}[command]
+    outputs = {"state": ["state"], "history": ["history"], "diff": ["diff"],
+               "stats": ["stats/tables", "stats/keys", "stats/notifications"]}[command]
+    dump = tmp_path / "live.json"
+    dump.write_text(json.dumps({"PORT_TABLE": {"Ethernet0": {"mtu": "9100"}, "Ethernet12": {"mtu": "1"}}}))
+    extra = [str(dump) if arg == "DUMP" else arg for arg in extra]
     got = {}
     for source in (caps, segment):
         code, printed = replay(capsys, command, str(source), "--output", str(out), *extra)
-        assert code == 0
+        assert code == (1 if command == "diff" else 0)
         got[source] = (printed, [rows(spark, out / name) for name in outputs], rejects(out))
     assert got[segment] == got[caps]
     printed, results, rejected = got[caps]
