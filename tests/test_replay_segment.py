@@ -7,6 +7,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,7 +77,7 @@ def segment(caps: Path, spark: SparkSession) -> Path:
     return out
 
 
-def rows(spark: SparkSession, path: Path) -> list[tuple[object, ...]]:
+def rows(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
     """Every row, comparable: maps as sorted items."""
     def plain(v: object) -> object:
         if isinstance(v, dict):
