@@ -345,8 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.
     sub.add_parser(
         "replay", add_help=False,
-        help="replay captures and swss.rec with PySpark: state, history, stats, diff, restore "
-        "(see `swssd replay --help`)",
+        help="replay captures and swss.rec with PySpark: state, history, stats, diff, restore, "
+        "compact (see `swssd replay --help`)",
     ).add_argument("args", nargs=argparse.REMAINDER)
     return parser
 
