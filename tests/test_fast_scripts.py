@@ -237,3 +237,38 @@ async def test_fast_queue_pops_refuse_an_unknown_op_as_the_cpp_script(clean_redi
         finally:
             await db.close()
     assert all("unsupported operation command: frobnicate, FIXME" in e for e in errors), errors
+
+
+async def test_pops_fall_back_to_hset_when_an_acl_refuses_renamenx(clean_redis: EmbeddedRedis) -> None:
+    """A user whose ACL predates this change: the daemon's pop without RENAMENX, the fast pop
+    without RENAMENX and SCARD (which the daemon's pop always needed). Both write the entries with
+    HSET as the C++ script does, instead of failing after SPOP took the keys."""
+    admin = aioredis.Redis.from_url(clean_redis.url, decode_responses=True)
+    users = {"daemon-acl": ["-renamenx"], "library-acl": ["-renamenx", "-scard"]}
+    for user, denied in users.items():
+        await admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", *denied)
+    dbs = [
+        await DBConnector.from_url(clean_redis.url.replace("redis://", f"redis://{user}:pw@", 1), db_id=4,
+                                   separator=":", name="APPL_DB")
+        for user in users
+    ]
+    try:
+        entries = [(f"k{i}", [("f", str(i)), ("g", "x")]) for i in range(5)]
+        await ProducerStateTable(dbs[0], TABLE).set_many(entries)
+        await ProducerStateTable(dbs[1], "OTHER").set_many(entries)
+        source = ReliablePop(ConsumerStateTable(dbs[0], TABLE, 128, track_deletes=True), PendingMap(), instance="t")
+        daemon = sorted(tuple(t) for b in await source.pop() for t in b.tasks)
+        fast = sorted(tuple(t) for t in await ConsumerStateTable(dbs[1], "OTHER", 128, fast_scripts=True).pops())
+        assert daemon == fast == sorted((k, "SET", fvs) for k, fvs in entries)
+        state = await redis_state(dbs[0])
+        for table in (TABLE, "OTHER"):
+            assert {k: state.get(f"{table}:{k}") for k, _ in entries} == {k: ("hash", dict(fvs)) for k, fvs in entries}
+            assert not any(key.startswith(f"_{table}:") for key in state)
+        refused = {entry["object"] for entry in await admin.acl_log()}
+        assert {"renamenx", "scard"} <= refused, "nothing was refused: the test lost its point"
+    finally:
+        for db in dbs:
+            await db.close()
+        for user in users:
+            await admin.execute_command("ACL", "DELUSER", user)
+        await admin.aclose()

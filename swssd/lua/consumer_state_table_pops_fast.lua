@@ -16,7 +16,10 @@ local staged = {}
 local tablename = KEYS[2]
 local stateprefix = ARGV[2]
 local keys = redis.call('SPOP', KEYS[1], ARGV[1])
-local deletes = redis.call('SCARD', KEYS[3]) > 0
+-- pcall, here and for RENAMENX: a command an ACL refuses falls back to what the C++ script does,
+-- rather than failing the script after SPOP took the keys
+local pending = redis.pcall('SCARD', KEYS[3])
+local deletes = type(pending) ~= 'number' or pending > 0
 for i = 1, #keys do
    local key = keys[i]
    local num = 0
@@ -29,7 +32,7 @@ for i = 1, #keys do
    local staging = stateprefix..tablename..key
    local fieldvalues = redis.call('HGETALL', staging)
    ret[i] = {key, fieldvalues, num}
-   if #fieldvalues == 0 or redis.call('RENAMENX', staging, tablename..key) == 0 then
+   if #fieldvalues == 0 or redis.pcall('RENAMENX', staging, tablename..key) ~= 1 then
       for j = 1, #fieldvalues, 1000 do -- in chunks: unpack() has a stack limit
          redis.call('HSET', tablename..key, unpack(fieldvalues, j, math.min(j + 999, #fieldvalues)))
       end

@@ -44,7 +44,10 @@ local function flat_excerpt(fieldvalues)
    return string.sub(table.concat(fieldvalues, ' '), 1, limit)
 end
 local keys = redis.call('SPOP', KEYS[1], ARGV[1])
-local deletes = redis.call('SCARD', KEYS[3]) > 0
+-- pcall, here and for RENAMENX: a command an ACL refuses falls back to what the C++ script does,
+-- rather than failing the script after SPOP took the keys
+local pending = redis.pcall('SCARD', KEYS[3])
+local deletes = type(pending) ~= 'number' or pending > 0
 for i = 1, #keys do
    local key = keys[i]
    local num = 0
@@ -64,7 +67,7 @@ for i = 1, #keys do
       if num == 1 then
          table.insert(ret, {key, {}, 1})
       end
-   elseif #fieldvalues > 0 and redis.call('RENAMENX', staging, tablename..key) == 1 then
+   elseif #fieldvalues > 0 and redis.pcall('RENAMENX', staging, tablename..key) == 1 then
       table.insert(ret, {key, fieldvalues, num})
    else
       local r = 0
