@@ -55,17 +55,15 @@ class EarlyJVM:
         """Launch spark-submit with `settings` (every setting the session will be built with); None
         when a JVM is there already (under spark-submit) or spark-submit cannot be found."""
         home = spark_home()
-        submit = None if home is None else home / "bin" / "spark-submit"
-        if _PORT_ENV in os.environ or submit is None or not submit.is_file():
+        if _PORT_ENV in os.environ or home is None or not (home / "bin" / "spark-submit").is_file():
             return None
-        command = [str(submit)]
+        command = [str(home / "bin" / "spark-submit")]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         command.append("pyspark-shell")
         info_dir = Path(tempfile.mkdtemp(prefix="swssd-replay-"))
         env = dict(os.environ, SPARK_CONNECT_MODE="0", _PYSPARK_DRIVER_CONN_INFO_PATH=str(info_dir / "conn-info"))
-        if home is not None:
-            env.setdefault("SPARK_HOME", str(home))
+        env.setdefault("SPARK_HOME", str(home))
         try:
             proc = subprocess.Popen(command, stdin=subprocess.PIPE, env=env, preexec_fn=_ignore_sigint)
         except OSError:
