@@ -83,8 +83,8 @@ def get_session(
 ) -> SparkSession:
     """The active session, or a new one with `session_settings`.
 
-    `early`: a JVM started for these settings (gateway.py), used if it came up. If the JVM does
-    not start with its class archive, the archive is dropped and the JVM started without it.
+    `early`: a JVM started for these settings (gateway.py), used if it came up. If a JVM this
+    call starts refuses its class archive, the archive is dropped and the JVM started without it.
     """
     from pyspark import SparkContext
     from pyspark.errors import PySparkRuntimeError
@@ -96,8 +96,8 @@ def get_session(
                 SparkContext._gateway.proc = early.proc  # type: ignore[union-attr]  # as if PySpark had launched it
                 _quiet(spark)
                 return spark
-        if start is not None:
-            start.drop_cds()  # the likeliest reason it did not come up; a JVM is started below
+        # it did not come up: a JVM is started below, which drops the class archive only if that
+        # JVM refuses it (a JVM killed or hung says nothing against a good archive)
     try:
         spark = _create(session_settings(master, conf, driver_memory, verbose, start))
     except PySparkRuntimeError:
