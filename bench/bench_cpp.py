@@ -19,8 +19,8 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
   CT drain       ConsumerTable pops until empty, of an op queue pre-filled by a buffered
                  ProducerTable; swssd's drains are also run with prefetch (the next pop sent
                  while the last batch is handed over), against the same C++ figure: the
-                 library's prefetch=True where the checkout has it, else the daemon's own pop
-                 (swssd.orch.reliable_pop, which also records each batch in Redis)
+                 library's prefetch=True (the C++ scripts), and the daemon's own pop
+                 (swssd.orch.reliable_pop: its own scripts, which also record each batch)
 
 Timing: a producer over its calls only (the buffered one up to the end of its last flush); a
 consumer from the start of the pop that returned the first key to the end of the one that returned
@@ -206,16 +206,18 @@ def daemon_consumer(kind: type) -> Callable[[DBConnector], Popper]:
     return make
 
 
-def prefetch_consumer(kind: type) -> tuple[str, Callable[[DBConnector], Popper]] | None:
-    """swssd's drain with prefetch, as this checkout offers it: the library's opt-in
-    `prefetch=True`, else the daemon's ReliablePop; None when neither is there."""
+def prefetch_consumers(kind: type) -> list[tuple[str, Callable[[DBConnector], Popper]]]:
+    """swssd's drains with prefetch, as this checkout offers them: the library's opt-in
+    `prefetch=True` (the C++ scripts), and the daemon's ReliablePop (its own scripts)."""
+    out = []
     if "prefetch" in inspect.signature(kind).parameters:
-        return "swssd, prefetch", library_consumer(kind, prefetch=True)
+        out.append(("swssd, prefetch=True", library_consumer(kind, prefetch=True)))
     try:
         import swssd.orch.reliable_pop  # noqa: F401
     except ImportError:
-        return None
-    return "swssd, daemon's pop + prefetch", daemon_consumer(kind)
+        return out
+    out.append(("swssd, daemon's pop + prefetch", daemon_consumer(kind)))
+    return out
 
 
 # -- cases ------------------------------------------------------------------------------------
@@ -260,9 +262,7 @@ def make_cases(keys: int, slow: int) -> list[Case]:
         ),
     ]
     for case, kind in ((cases[3], ConsumerStateTable), (cases[4], ConsumerTable)):
-        extra = prefetch_consumer(kind)
-        if extra is not None:
-            case.variants.append(extra)
+        case.variants += prefetch_consumers(kind)
     if "fast_scripts" in inspect.signature(ProducerStateTable).parameters:
         for case, producer in zip(cases[:3], (pst_set, pst_set_many, pst_buffered)):
             case.variants.append(("swssd, fast scripts", functools.partial(producer, fast=True)))

@@ -17,6 +17,9 @@ class ConsumerTable(ConsumerTableBase):
     With `fast_scripts=True` the pops run swssd's own script (`consumer_table_pops_fast.lua`): the
     same entries and the same changes to Redis, a SET entry's fields in one HSET instead of one
     HSET each. Off by default.
+
+    `prefetch=True`: see ConsumerTableBase (the next pop runs in Redis while the caller works);
+    a prefetched pop writes with the prefix of the pops() call that sent it.
     """
 
     def __init__(
@@ -27,8 +30,10 @@ class ConsumerTable(ConsumerTableBase):
         priority: int = 0,
         modify_redis: bool = True,
         fast_scripts: bool = False,
+        *,
+        prefetch: bool = False,
     ) -> None:
-        super().__init__(db, name, pop_batch_size, priority)
+        super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
         self.modify_redis = modify_redis
         self.fast_scripts = fast_scripts
         self._prefix = ""

@@ -1,0 +1,122 @@
+"""prefetch=True: the next pop runs in Redis while the caller works; nothing is lost or reordered."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.exceptions import ResponseError
+
+from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Select
+
+FV = [("f0", "v0"), ("f1", "v1")]
+
+
+async def _fill_queue(db: DBConnector, keys: list[str], op: str = "SET") -> None:
+    producer = ProducerTable(db, "Q", buffered=True)
+    for key in keys:
+        await producer.set(key, FV, op=op)
+    await producer.flush()
+
+
+@pytest.mark.parametrize("options", [{}, {"track_deletes": True}, {"fast_scripts": True}])
+async def test_state_drain_gets_every_key_once_with_its_fields(db: DBConnector, options: dict[str, bool]) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("n", str(i)), *FV]) for i in range(1000)])
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=64, prefetch=True, **options)
+    seen: dict[str, list[tuple[str, str]]] = {}
+    while batch := await consumer.pops():
+        for task in batch:
+            assert task.key not in seen
+            seen[task.key] = task.fvs
+    assert seen == {f"k{i}": [("n", str(i)), *FV] for i in range(1000)}
+    assert not consumer.ready and await consumer.settle() == []
+    assert await db.redis.hgetall("T:k7") == {"n": "7", "f0": "v0", "f1": "v1"}
+
+
+async def test_queue_drain_keeps_producer_order_and_writes_the_table(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(500)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=32, prefetch=True)
+    got: list[str] = []
+    while batch := await consumer.pops():
+        got += [t.key for t in batch]
+    assert got == [f"k{i}" for i in range(500)]
+    assert await db.redis.hgetall("Q:k499") == dict(FV)
+
+
+async def test_the_next_batch_is_popped_while_the_caller_works_and_settle_returns_it(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(10)])
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=4, prefetch=True)
+    first = await consumer.pops()
+    assert len(first) == 4 and consumer.ready
+    await db.redis.ping()  # the prefetched pop was written before this: Redis has run it
+    assert int(await db.redis.scard("T_KEY_SET")) == 2  # out of Redis, held by the consumer
+    prefetched = await consumer.settle()
+    assert len(prefetched) == 4
+    rest = await consumer.pops()
+    assert sorted(t.key for t in first + prefetched + rest) == sorted(f"k{i}" for i in range(10))
+    assert await consumer.pops() == [] and not consumer.ready
+
+
+async def test_without_prefetch_nothing_is_popped_before_the_caller_asks(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(10)])
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=4)
+    assert len(await consumer.pops()) == 4
+    await db.redis.ping()
+    assert int(await db.redis.scard("T_KEY_SET")) == 6
+    assert await consumer.settle() == []
+
+
+async def test_no_prefetch_after_a_partial_batch(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(3)])
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=4, prefetch=True)
+    assert len(await consumer.pops()) == 3
+    await ProducerStateTable(db, "T").set_many([(f"late{i}", FV) for i in range(5)])
+    await db.redis.ping()
+    assert int(await db.redis.scard("T_KEY_SET")) == 5  # nothing took the late keys early
+    assert await consumer.settle() == []
+
+
+async def test_cancelled_caller_keeps_the_prefetched_batch(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(9)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=True)
+    got = [t.key for t in await consumer.pops()]
+    waiter = asyncio.ensure_future(consumer.pops())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    while batch := await consumer.pops():
+        got += [t.key for t in batch]
+    assert got == [f"k{i}" for i in range(9)]  # queue order kept across the cancelled call
+
+
+async def test_single_pop_reads_through_prefetched_batches(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(7)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=2, prefetch=True)
+    got = []
+    while (task := await consumer.pop()) is not None:
+        got.append(task.key)
+    assert got == [f"k{i}" for i in range(7)]
+
+
+async def test_a_failed_prefetched_pop_is_raised_once_then_popping_goes_on(db: DBConnector) -> None:
+    await _fill_queue(db, ["a0", "a1", "a2"])
+    await _fill_queue(db, ["bad"], op="no_such_op")  # the C++ pops script raises on it
+    await _fill_queue(db, ["b0", "b1", "b2"])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=True)
+    assert [t.key for t in await consumer.pops()] == ["a0", "a1", "a2"]
+    with pytest.raises(ResponseError, match="unsupported operation"):
+        await consumer.pops()  # the prefetched pop of "bad", "b0", "b1" failed in Redis
+    assert [t.key for t in await consumer.pops()] == ["b2"]
+    assert await consumer.pops() == []
+
+
+async def test_select_serves_a_prefetching_table_until_drained(db: DBConnector) -> None:
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=16, prefetch=True)
+    async with Select() as sel:
+        await sel.add(consumer)
+        await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(100)])
+        keys: list[str] = []
+        while (table := await sel.select(timeout=1.0)) is not None:
+            keys += [t.key for t in await table.pops()]
+        assert sorted(keys) == sorted(f"k{i}" for i in range(100))
+    assert not consumer.ready
