@@ -107,9 +107,9 @@ class ConsumerTableBase(Selectable, TableBase):
         if self._prefetched is None:
             return []
         started = self._prefetch_started
-        items = self.parse(await self._await_prefetched())
-        self.pop_finished(started, len(items) >= self.pop_batch_size)
-        return items
+        reply = await self._await_prefetched()
+        self.pop_finished(started, len(reply) >= self.pop_batch_size)
+        return self.parse(reply)
 
     async def _await_prefetched(self) -> list[Any]:
         task = self._prefetched
