@@ -20,8 +20,9 @@ compact`, timed apart: paid once per capture) and adds a third side to the round
             like the other; the order of the three sides rotates from round to round.
 
 `--cli-rounds N` (default 5; 0 skips it) also times the whole command on a 2-event capture, as a
-user runs it: `python -m swssd.replay state` in a fresh process, JVM start-up included; with the
-class archive (swssd/replay/jvm.py), without it, and with `--baseline DIR` an earlier swssd tree.
+user runs it: `python -m swssd.replay state` and `swssd replay state` in a fresh process, JVM
+start-up included; with the class archive (swssd/replay/jvm.py), without it, and with `--baseline
+DIR` an earlier swssd tree.
 
 Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--segment] [--sizes 1000000 4000000]
      [--rounds 3] [--cli-rounds 5] [--keep DIR] [--baseline DIR]
@@ -182,10 +183,18 @@ TINY = [
 ]
 
 
-def _tiny_run(capture: Path, out: Path, env: dict[str, str]) -> float:
+#: how the command is started: as a module, and as the `swssd` console script beside this Python
+#: (what a user types: it goes to the same entry without swssd.cli's imports)
+LAUNCHERS = {
+    "module": [sys.executable, "-m", "swssd.replay"],
+    "console": [str(Path(sys.executable).with_name("swssd")), "replay"],
+}
+
+
+def _tiny_run(capture: Path, out: Path, env: dict[str, str], launcher: str = "module") -> float:
     t = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "swssd.replay", "state", str(capture.parent), "--output", str(out)],
+        [*LAUNCHERS[launcher], "state", str(capture.parent), "--output", str(out)],
         # not in the repository: `-m` puts the working directory first on sys.path
         capture_output=True, text=True, env=env, cwd=capture.parent,
     )
@@ -201,7 +210,8 @@ def time_tiny_cli(base: Path, rounds: int, baseline: Path | None = None) -> None
     Variants, interleaved round by round (the order alternating): `default` (the class archive in
     its own cache directory, made by one first run, which is reported apart with the time until
     the archive was kept: the command returns while its JVM writes it, and the rounds start
-    after), `no-archive` (SWSSD_REPLAY_CDS=0: only the small-input settings), and with
+    after), `console` (the same through the `swssd` console script, when it is installed beside
+    this Python), `no-archive` (SWSSD_REPLAY_CDS=0: only the small-input settings), and with
     --baseline DIR the swssd source tree in DIR (e.g. an earlier
     commit: `git archive <commit> swssd | tar -x -C DIR`) on PYTHONPATH, as it was."""
     capture = base / "tiny" / "sw1" / "swssd.capture.jsonl"
@@ -210,15 +220,15 @@ def time_tiny_cli(base: Path, rounds: int, baseline: Path | None = None) -> None
     cache = base / "tiny-cache"
     shutil.rmtree(cache, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if k != "SWSSD_REPLAY_CDS"}
-    variants = {
-        "default": {**env, "XDG_CACHE_HOME": str(cache)},
-        "no-archive": {**env, "XDG_CACHE_HOME": str(cache), "SWSSD_REPLAY_CDS": "0"},
-    }
+    variants = {"default": ({**env, "XDG_CACHE_HOME": str(cache)}, "module")}
+    if Path(LAUNCHERS["console"][0]).exists():
+        variants["console"] = ({**env, "XDG_CACHE_HOME": str(cache)}, "console")
+    variants["no-archive"] = ({**env, "XDG_CACHE_HOME": str(cache), "SWSSD_REPLAY_CDS": "0"}, "module")
     if baseline is not None:
-        variants["baseline"] = {**env, "PYTHONPATH": str(baseline)}
+        variants["baseline"] = ({**env, "PYTHONPATH": str(baseline)}, "module")
     before = load()
     t = time.perf_counter()
-    first = _tiny_run(capture, base / "out-tiny", variants["default"])
+    first = _tiny_run(capture, base / "out-tiny", *variants["default"])
     # the archive is written after the command returned, by its JVM and a keeper (jvm.hand_off)
     while not list((cache / "swssd").glob("replay-cds-*.jsa.size")) or list((cache / "swssd").glob("*.tmp")):
         if time.perf_counter() - t > 600:
@@ -230,7 +240,7 @@ def time_tiny_cli(base: Path, rounds: int, baseline: Path | None = None) -> None
     for r in range(rounds):
         for name in (list(variants) if r % 2 == 0 else list(reversed(variants))):
             before = load()
-            elapsed = _tiny_run(capture, base / "out-tiny", variants[name])
+            elapsed = _tiny_run(capture, base / "out-tiny", *variants[name])
             runs[name].append((elapsed, before))
             print(f"2-event capture, CLI wall, {name:10s} {elapsed:5.2f} s (load {before:.1f})", flush=True)
     for name, got in runs.items():
