@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import chain, groupby
+from itertools import chain
+from typing import NamedTuple
 
 import structlog
 
@@ -28,6 +29,14 @@ log = structlog.get_logger(__name__)
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
 
 
+class _QueuedSet(NamedTuple):
+    """A buffered producer's fast set, kept as its key and flat fields until flush() sends it with
+    the sets next to it: its script call is only built there, once for the whole run."""
+
+    key: str
+    flat: list[str]
+
+
 class ProducerStateTable(TableBase):
     """The producer side of SONiC's state-table channel, with the C++ library's EVALSHA arguments.
 
@@ -45,7 +54,7 @@ class ProducerStateTable(TableBase):
         super().__init__(db, name)
         self.buffered = buffered
         self.fast_scripts = fast_scripts
-        self._queued: list[ScriptCall] = []
+        self._queued: list[ScriptCall | _QueuedSet] = []
         self._temp_view: TableDump | None = None
 
     # -- writes -------------------------------------------------------------------------
@@ -56,6 +65,9 @@ class ProducerStateTable(TableBase):
         if self._temp_view is not None:
             if pairs:
                 self._temp_view.setdefault(key, {}).update(pairs)
+            return
+        if self.fast_scripts and self.buffered:
+            self._queued.append(_QueuedSet(key, [*chain.from_iterable(pairs)]))  # fields copied now
             return
         state_hash = self.state_prefix + self.key_name(key)
         args = ["G", key, *chain.from_iterable(pairs)]
@@ -113,7 +125,7 @@ class ProducerStateTable(TableBase):
         effect (producer_state_table_sets_fast.lua: the same hashes, key set and PUBLISHes, one per
         key the key set did not hold): one EVALSHA instead of one per set."""
         queued, self._queued = self._queued, []
-        await self.db.evalsha_many(_merge_sets(queued) if self.fast_scripts else queued)
+        await self.db.evalsha_many(self._script_calls(queued))
 
     async def clear(self) -> None:
         """Drop every pending change of this table (key set, del set, state hashes)."""
@@ -193,6 +205,38 @@ class ProducerStateTable(TableBase):
     def _state_table_prefix(self) -> str:
         return f"{self.state_prefix}{self.name}{self.separator}"
 
+    def _script_calls(self, queued: list[ScriptCall | _QueuedSet]) -> list[ScriptCall]:
+        """What flush() sends, in order: each run of consecutive queued fast sets as one call
+        (_sets_call), everything else as it was queued."""
+        calls: list[ScriptCall] = []
+        run: list[_QueuedSet] = []
+        for item in queued:
+            if isinstance(item, _QueuedSet):
+                run.append(item)
+                continue
+            if run:
+                calls.append(self._sets_call(run))
+                run = []
+            calls.append(item)
+        if run:
+            calls.append(self._sets_call(run))
+        return calls
+
+    def _sets_call(self, run: list[_QueuedSet]) -> ScriptCall:
+        """One fast set as its set script call; several as one call of the sets script, which
+        sends one PUBLISH per key the key set did not hold, as the separate calls would have."""
+        head = [self.channel, self.key_set]
+        prefix = self.state_prefix
+        if len(run) == 1:
+            key, flat = run[0]
+            return (PST_SET_FAST, [*head, prefix + self.key_name(key)], ["G", key, *flat])
+        keys: list[str | int] = [*head]
+        args: list[str | int] = ["G"]
+        for key, flat in run:
+            keys.append(prefix + self.key_name(key))
+            args += (key, len(flat) // 2, *flat)
+        return (PST_SETS_FAST, keys, args)
+
     async def _send(self, call: ScriptCall) -> None:
         if self.buffered:
             self._queued.append(call)
@@ -200,19 +244,3 @@ class ProducerStateTable(TableBase):
             script, keys, args = call
             await self.db.evalsha(script, keys, args)
 
-
-def _merge_sets(queued: list[ScriptCall]) -> list[ScriptCall]:
-    """Each run of two or more consecutive fast single sets as one sets-script call, in order."""
-    merged: list[ScriptCall] = []
-    for is_set, group in groupby(queued, key=lambda call: call[0] is PST_SET_FAST):
-        calls = list(group)
-        if not is_set or len(calls) == 1:
-            merged += calls
-            continue
-        keys: list[str | int] = [*calls[0][1][:2]]  # channel, key set
-        args: list[str | int] = [calls[0][2][0]]  # the message
-        for _, (_, _, state_hash), (_, key, *fields) in calls:
-            keys.append(state_hash)
-            args += (key, len(fields) // 2, *fields)
-        merged.append((PST_SETS_FAST, keys, args))
-    return merged

@@ -148,6 +148,23 @@ async def test_count_of_a_buffered_producer_includes_what_it_queued(db: DBConnec
     assert await pst.count() == 1
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["cpp-scripts", "fast-scripts"])
+async def test_a_buffered_set_sends_the_fields_as_they_were_at_the_call(db: DBConnector, fast: bool) -> None:
+    """The caller may reuse its list once set() returned: flush() sends what set() was given."""
+    pst = ProducerStateTable(db, "T", buffered=True, fast_scripts=fast)
+    fields = [["f1", "v1"], ["f2", "v2"]]
+    await pst.set("a", fields)
+    fields[0][1] = "changed"
+    fields.append(["f3", "v3"])
+    await pst.set("b", fields)
+    fields.clear()
+    await pst.flush()
+    assert await popped(db) == {
+        "a": ("SET", {"f1": "v1", "f2": "v2"}),
+        "b": ("SET", {"f1": "changed", "f2": "v2", "f3": "v3"}),
+    }
+
+
 async def test_clear_drops_pending_operations(db: DBConnector) -> None:
     await Table(db, "T").set("kept", FV)
     pst = ProducerStateTable(db, "T")
