@@ -12,6 +12,13 @@ from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateT
 FV = [("f0", "v0"), ("f1", "v1")]
 
 
+async def _waiting_keys(db: DBConnector, table: str = "T") -> int:
+    """SCARD of the key set, sent on the connection the pops use: Redis answers it after any pop
+    written before it."""
+    (count,) = await db.execute_many([("SCARD", f"{table}_KEY_SET")])
+    return int(count)
+
+
 async def _fill_queue(db: DBConnector, keys: list[str], op: str = "SET") -> None:
     producer = ProducerTable(db, "Q", buffered=True)
     for key in keys:
@@ -48,8 +55,7 @@ async def test_the_next_batch_is_popped_while_the_caller_works_and_settle_return
     consumer = ConsumerStateTable(db, "T", pop_batch_size=4, prefetch=True)
     first = await consumer.pops()
     assert len(first) == 4 and consumer.ready
-    await db.redis.ping()  # the prefetched pop was written before this: Redis has run it
-    assert int(await db.redis.scard("T_KEY_SET")) == 2  # out of Redis, held by the consumer
+    assert await _waiting_keys(db) == 2  # the next 4 are out of Redis, held by the consumer
     prefetched = await consumer.settle()
     assert len(prefetched) == 4
     rest = await consumer.pops()
@@ -61,8 +67,7 @@ async def test_without_prefetch_nothing_is_popped_before_the_caller_asks(db: DBC
     await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(10)])
     consumer = ConsumerStateTable(db, "T", pop_batch_size=4)
     assert len(await consumer.pops()) == 4
-    await db.redis.ping()
-    assert int(await db.redis.scard("T_KEY_SET")) == 6
+    assert await _waiting_keys(db) == 6
     assert await consumer.settle() == []
 
 
@@ -70,9 +75,9 @@ async def test_no_prefetch_after_a_partial_batch(db: DBConnector) -> None:
     await ProducerStateTable(db, "T").set_many([(f"k{i}", FV) for i in range(3)])
     consumer = ConsumerStateTable(db, "T", pop_batch_size=4, prefetch=True)
     assert len(await consumer.pops()) == 3
+    assert not consumer.ready  # a pop sent after the partial batch would keep it ready
     await ProducerStateTable(db, "T").set_many([(f"late{i}", FV) for i in range(5)])
-    await db.redis.ping()
-    assert int(await db.redis.scard("T_KEY_SET")) == 5  # nothing took the late keys early
+    assert await _waiting_keys(db) == 5  # nothing took the late keys early
     assert await consumer.settle() == []
 
 
