@@ -194,7 +194,7 @@ class DBConnector:
         """
         if script.sha not in self._loaded:
             await self.load_scripts((script,))
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        command = ("EVALSHA", script.sha, str(len(keys)), *keys, *args)  # all str: see wire.pack_command
         resent = reloaded = False
         while True:  # one loop, not a helper coroutine: this is every call's way
             try:
@@ -225,7 +225,7 @@ class DBConnector:
             return []
         scripts = list({c[0].sha: c[0] for c in calls}.values())
         commands: list[tuple[Any, ...]] = [("SCRIPT", "LOAD", script.source) for script in scripts]
-        commands += [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]
+        commands += [("EVALSHA", script.sha, str(len(keys)), *keys, *args) for script, keys, args in calls]
         results = (await self._send_all(commands))[len(scripts):]
         self._loaded.update(s.sha for s in scripts)
         failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
