@@ -14,6 +14,7 @@ from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Retr
 from swssd.embedded_redis import EmbeddedRedis, free_port
 from swssd.orch.config import config_from_dict
 from swssd.orch.daemon import Daemon
+from swssd.orch.reliable_pop import PREFETCH_DEPTH
 
 MODULE = __name__
 
@@ -137,8 +138,8 @@ async def test_backpressure_stops_popping_at_the_limit_and_resumes(
     await asyncio.sleep(0.2)  # a pop prefetched before the pause may still land
     waiting = await db.redis.scard("BP_KEY_SET")
     assert worker.pending_count <= 100 + 32
-    # In memory at most: the limit, the pop that crossed it, and one prefetched pop.
-    assert waiting >= 1000 - 100 - 2 * 32  # the rest waits in Redis
+    # In memory at most: the limit, the pop that crossed it, and the prefetched pops.
+    assert waiting >= 1000 - 100 - (1 + PREFETCH_DEPTH) * 32  # the rest waits in Redis
     await asyncio.sleep(0.3)
     assert await db.redis.scard("BP_KEY_SET") == waiting  # nothing popped while paused
 

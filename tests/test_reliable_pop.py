@@ -25,7 +25,7 @@ from swssd import (
     Table,
 )
 from swssd.orch.pending import PendingMap
-from swssd.orch.reliable_pop import DEAD_CAP, Batch, ReliablePop, dead_key, inflight_key
+from swssd.orch.reliable_pop import DEAD_CAP, PREFETCH_DEPTH, Batch, ReliablePop, dead_key, inflight_key
 
 TRICKY = [
     ("plain", "v"),
@@ -284,15 +284,52 @@ async def test_a_gap_in_the_sequence_is_filled_in_order(db: DBConnector) -> None
     assert [(b.seq, [t.key for t in b.tasks]) for b in batches] == [(1, ["k1"]), (2, ["k2"])]
 
 
-async def test_prefetch_runs_the_next_pop_and_settle_hands_it_over(db: DBConnector) -> None:
-    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(5)])
+async def test_prefetch_runs_the_next_pops_and_settle_hands_them_over(db: DBConnector) -> None:
+    assert PREFETCH_DEPTH == 2
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(7)])
     source = state_pop(db, batch=2)
     first = await source.pop()
     assert len(tasks_of(first)) == 2 and source.consumer.ready
+    # the next two pops ran before this read, which is sent after them on the same connection
+    assert await db.execute_many([("SCARD", "T_KEY_SET")]) == [1]
     settled = await source.settle()
-    assert len(tasks_of(settled)) == 2 and [b.seq for b in settled] == [2]
+    assert len(tasks_of(settled)) == 4 and [b.seq for b in settled] == [2, 3]
     rest = await drain(source)
-    assert sorted(t.key for t in tasks_of(first + settled + rest)) == [f"k{i}" for i in range(5)]
+    assert sorted(t.key for t in tasks_of(first + settled + rest)) == [f"k{i}" for i in range(7)]
+
+
+async def test_a_settle_cancelled_while_pops_are_out_loses_nothing(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(6)])
+    source = state_pop(db, batch=2)
+    first = await source.pop()
+    # the first prefetched reply is in, the second one late (held back here)
+    await asyncio.wait([task for _, task in source._prefetch])
+    started, second = source._prefetch[1]
+    late: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+    source._prefetch[1] = (started, late)
+    settling = asyncio.ensure_future(source.settle())
+    await asyncio.sleep(0.05)
+    assert not settling.done()
+    settling.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await settling
+    late.set_result(second.result())
+    settled = await source.settle()
+    assert [b.seq for b in settled] == [2, 3]
+    assert sorted(t.key for t in tasks_of(first + settled)) == [f"k{i}" for i in range(6)]
+    assert await source.settle() == []
+
+
+async def test_the_table_stays_ready_until_every_prefetched_pop_is_handed_over(db: DBConnector) -> None:
+    await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(5)])
+    source = state_pop(db, batch=2)
+    got = [await source.pop()]  # 2 keys; pops of 2 and of 1 sent
+    got.append(await source.pop())  # 2 keys, and more=1 when popped: one more pop sent
+    got.append(await source.pop())  # the last key (more=0), a pop still out
+    assert source.consumer.ready
+    got.append(await source.pop())  # that pop found nothing
+    assert sorted(t.key for t in tasks_of([b for batch in got for b in batch])) == [f"k{i}" for i in range(5)]
+    assert not source.consumer.ready
 
 
 

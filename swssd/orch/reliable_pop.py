@@ -14,8 +14,9 @@ pending map so that each stays durable in Redis until its task is done. It owns
   batch in the record; every reply says the newest sequence number, and batches newer than the
   last one handed over are read back before anything else. At start, take_over() hands over
   what a previous run of the same instance left (a crash, or tasks shutdown could not finish);
-- prefetch: after a batch that left more data behind, the next pop is sent at once and runs in
-  Redis while the daemon handles this one; settle() hands it over at shutdown;
+- prefetch: after a batch that left more data behind, the next PREFETCH_DEPTH pops are kept in
+  flight: they run in Redis while the daemon handles this batch, and Redis has the next one to run
+  while a reply travels back; settle() hands them over at shutdown;
 - entries the script sets aside (malformed ops, wrong-type keys): counted and logged with a bounded
   excerpt; the records stay on the list `_SWSSD_DEAD:<instance>:<TABLE>` (the newest `DEAD_CAP`).
 
@@ -52,6 +53,11 @@ DEAD_CAP = 1000
 EXCERPT = 512
 #: The in-flight hash's field holding the last sequence number given out.
 SEQ_FIELD = "seq"
+#: Pops kept in flight while a table has more data. With one, Redis waits while each reply travels
+#: back and the daemon sends the next pop (a fifth of a queue drain's time, BENCHMARKS.md); a
+#: second pop already queued behind it fills that wait. Each batch is in the record: nothing more
+#: is at risk for a deeper prefetch, only the order of replies, which one connection keeps.
+PREFETCH_DEPTH = 2
 
 
 def inflight_key(instance: str, table: str) -> str:
@@ -111,8 +117,8 @@ class ReliablePop:
         self.last_seq = 0
         #: sequence numbers of the batches in the record, oldest first
         self._kept: deque[int] = deque()
-        self._prefetch: asyncio.Future[list[Any]] | None = None
-        self._prefetch_started = 0
+        #: pops sent ahead, oldest first, each with what pop_started() said when it was sent
+        self._prefetch: deque[tuple[int, asyncio.Future[list[Any]]]] = deque()
         #: a pop failed: Redis may have run it, so the record is read before popping again
         self._unsure = False
         self._progress = asyncio.Event()
@@ -148,8 +154,8 @@ class ReliablePop:
         try:
             if self._unsure:
                 return await self._recover()
-            if self._prefetch is not None:
-                started = self._prefetch_started
+            if self._prefetch:
+                started = self._prefetch[0][0]
                 reply = await self._await_prefetch()
             else:
                 started = self.consumer.pop_started()
@@ -160,13 +166,13 @@ class ReliablePop:
             self._unsure = True
             raise
         more = bool(reply[1])
-        self.consumer.pop_finished(started, more)
         if more:
-            # Sent before this batch is parsed and handed over: Redis runs it meanwhile.
-            self._prefetch_started = self.consumer.pop_started()
-            self._prefetch = asyncio.ensure_future(self._send())
-            self.consumer.pop_finished(self._prefetch_started, True)  # ready until it is handed over
-            await asyncio.sleep(0)  # the task's first step writes the pop: before the parse, not after
+            # Sent before this batch is parsed and handed over: Redis runs them meanwhile.
+            while len(self._prefetch) < PREFETCH_DEPTH:
+                self._prefetch.append((self.consumer.pop_started(), asyncio.ensure_future(self._send())))
+            await asyncio.sleep(0)  # the tasks' first steps write the pops: before the parse, not after
+        # ready until every pop sent ahead is handed over
+        self.consumer.pop_finished(started, more or bool(self._prefetch))
         try:
             return await self._hand_over(reply)
         except ResponseError:
@@ -179,20 +185,30 @@ class ReliablePop:
         """At shutdown: the batch a prefetched pop took, or what failed pops left in the record."""
         if self._unsure:
             return await self._recover()
-        if self._prefetch is None:
-            return []
-        try:
-            return await self._hand_over(await self._await_prefetch())
-        except ResponseError:
-            raise
-        except (RedisError, OSError):
-            self._unsure = True
-            raise
+        for _, task in list(self._prefetch):  # all replies first: a cancellation here loses nothing
+            with contextlib.suppress(RedisError, OSError):
+                await asyncio.shield(task)
+        out: list[Batch] = []
+        while self._prefetch:
+            # Done replies, in order, each right after the one before it: no read-back, so nothing
+            # suspends between the hand-overs, and a cancellation cannot drop a batch kept here.
+            try:
+                out += await self._hand_over(await self._await_prefetch())
+            except ResponseError:
+                if not out:
+                    raise
+                break  # refused: it popped nothing; what was handed over goes to the caller
+            except (RedisError, OSError):
+                self._unsure = True
+                if not out:
+                    raise
+                break  # what Redis ran of the rest is in the record, for the next start
+        return out
 
     async def _recover(self) -> list[Batch]:
         """After a failed pop: the batches Redis recorded beyond the last one handed over
         (a prefetched pop still out ends first: what it took is read back with the rest)."""
-        if self._prefetch is not None:
+        while self._prefetch:
             with contextlib.suppress(RedisError, OSError):
                 await self._await_prefetch()
         out = await self._read_back(int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0))
@@ -217,14 +233,14 @@ class ReliablePop:
         return await self.db.evalsha(self._script, self._keys, self._args, resend=False)  # type: ignore[no-any-return]
 
     async def _await_prefetch(self) -> list[Any]:
-        """The prefetched pop's reply; shielded, so a cancelled caller leaves it for the next call."""
-        task = self._prefetch
-        assert task is not None
+        """The oldest prefetched pop's reply; shielded, so a cancelled caller leaves it for the
+        next call."""
+        task = self._prefetch[0][1]
         try:
             return await asyncio.shield(task)
         finally:
-            if task.done():
-                self._prefetch = None
+            if task.done() and self._prefetch and self._prefetch[0][1] is task:
+                self._prefetch.popleft()
 
     async def _read_back(self, newest: int) -> list[Batch]:
         """Batches after the last one handed over, up to `newest`: pops whose reply was lost.
