@@ -17,10 +17,11 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
   buffered set   buffered producer, flush every 128 keys
   CST drain      ConsumerStateTable pops until empty, of a key set pre-filled with batched sets
   CT drain       ConsumerTable pops until empty, of an op queue pre-filled by a buffered
-                 ProducerTable; swssd's drains are also run with prefetch (the next pop sent
+                 ProducerTable; swssd's drains are also run with prefetch (the next pops sent
                  while the last batch is handed over), against the same C++ figure: the
-                 library's prefetch=True (the C++ scripts), and the daemon's own pop
-                 (swssd.orch.reliable_pop: its own scripts, which also record each batch)
+                 library's prefetch=True and prefetch=2 (one or two pops ahead, the C++
+                 scripts), and the daemon's own pop (swssd.orch.reliable_pop: its own
+                 scripts, which also record each batch, and its own prefetch)
 
 Timing: a producer over its calls only (the buffered one up to the end of its last flush); a
 consumer from the start of the pop that returned the first key to the end of the one that returned
@@ -175,9 +176,9 @@ async def pt_buffered(db: DBConnector, entries: list[Entry]) -> None:
 Popper = Callable[[], Awaitable[int]]
 
 
-def library_consumer(kind: type, prefetch: bool, fast: bool = False) -> Callable[[DBConnector], Popper]:
+def library_consumer(kind: type, prefetch: int, fast: bool = False) -> Callable[[DBConnector], Popper]:
     def make(db: DBConnector) -> Popper:
-        options = {**({"prefetch": True} if prefetch else {}), **({"fast_scripts": True} if fast else {})}
+        options = {**({"prefetch": prefetch} if prefetch else {}), **({"fast_scripts": True} if fast else {})}
         table = kind(db, TABLE, pop_batch_size=BATCH, **options)
 
         async def pop() -> int:
@@ -208,10 +209,14 @@ def daemon_consumer(kind: type) -> Callable[[DBConnector], Popper]:
 
 def prefetch_consumers(kind: type) -> list[tuple[str, Callable[[DBConnector], Popper]]]:
     """swssd's drains with prefetch, as this checkout offers them: the library's opt-in
-    `prefetch=True` (the C++ scripts), and the daemon's ReliablePop (its own scripts)."""
+    `prefetch=True` and, where it takes a number, `prefetch=2` (the C++ scripts), and the
+    daemon's ReliablePop (its own scripts)."""
     out = []
-    if "prefetch" in inspect.signature(kind).parameters:
+    parameter = inspect.signature(kind).parameters.get("prefetch")
+    if parameter is not None:
         out.append(("swssd, prefetch=True", library_consumer(kind, prefetch=True)))
+        if parameter.annotation in (int, "int"):
+            out.append(("swssd, prefetch=2", library_consumer(kind, prefetch=2)))
     try:
         import swssd.orch.reliable_pop  # noqa: F401
     except ImportError:

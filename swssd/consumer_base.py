@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -22,30 +23,35 @@ class ConsumerTableBase(Selectable, TableBase):
     table with its own script (the daemon's reliable pop) reports its pops through pop_started()
     and pop_finished(), so readiness stays the same.
 
-    With `prefetch=True`, after a full batch the next pop (the same script, the same arguments)
-    is sent at once and runs in Redis while the caller works on the batch it got; the next pops()
-    returns it. The C++ library pops strictly in turn, leaving Redis idle meanwhile. The price:
-    what a prefetched pop took out of Redis lives only in this object until it is returned, so
-    a process that dies loses up to two batches instead of one, and a program that stops
-    popping must call settle() to get it. Off by default.
+    With `prefetch=True` (or a number: how many pops to keep ahead, True being one), after a
+    full batch the next pop (the same script, the same arguments) is sent at once and runs in
+    Redis while the caller works on the batch it got; the next pops() returns it. The C++ library
+    pops strictly in turn, leaving Redis idle meanwhile; with one pop ahead Redis still waits
+    while each reply travels back and the next pop is sent, which a second pop queued behind it
+    fills (`prefetch=2`). The price: what a prefetched pop took out of Redis lives only in this
+    object until it is returned, so a process that dies loses up to 1 + prefetch batches instead
+    of one, and a program that stops popping must call settle() to get them. Off by default.
     """
 
     def __init__(
-        self, db: DBConnector, name: str, pop_batch_size: int = 128, priority: int = 0, *, prefetch: bool = False
+        self, db: DBConnector, name: str, pop_batch_size: int = 128, priority: int = 0, *, prefetch: int = 0
     ) -> None:
+        if prefetch < 0:
+            raise ValueError(f"prefetch must be a number of pops >= 0 (or True/False), not {prefetch!r}")
         Selectable.__init__(self, db, pop_batch_size, priority)
         TableBase.__init__(self, db, name)
-        self.prefetch = prefetch
+        #: pops kept ahead after a full batch (True: 1)
+        self.prefetch = int(prefetch)
         self._more = False
         self._notifications = 0
-        self._prefetched: asyncio.Task[list[Any]] | None = None
-        self._prefetch_started = 0
+        #: pops sent ahead, oldest first, each with what pop_started() said when it was sent
+        self._prefetched: deque[tuple[int, asyncio.Task[list[Any]]]] = deque()
 
     @property
     def ready(self) -> bool:
         """True while data may be waiting: notified, the last pop was a full batch, or a
         prefetched pop has not been returned yet."""
-        return self._more or bool(self._buffer) or self._prefetched is not None
+        return self._more or bool(self._buffer) or bool(self._prefetched)
 
     @property
     def subscription(self) -> Subscription:
@@ -85,8 +91,8 @@ class ConsumerTableBase(Selectable, TableBase):
 
     async def pops(self) -> list[KeyOpFieldsValues]:
         """Pop up to pop_batch_size changes."""
-        if self._prefetched is not None:
-            started = self._prefetch_started
+        if self._prefetched:
+            started = self._prefetched[0][0]
             reply = await self._await_prefetched()
         else:
             started = self.pop_started()
@@ -94,31 +100,41 @@ class ConsumerTableBase(Selectable, TableBase):
         full = len(reply) >= self.pop_batch_size  # a reply entry is one popped key or op
         self.pop_finished(started, full)
         if full and self.prefetch:
-            self._prefetch_started = self.pop_started()
-            self._prefetched = asyncio.ensure_future(self._pop_batch())
-            self._prefetched.add_done_callback(_retrieved)  # a consumer dropped unsettled logs nothing
-            await asyncio.sleep(0)  # the task's first step writes the pop: before the parse, not after
+            while len(self._prefetched) < self.prefetch:
+                task = asyncio.ensure_future(self._pop_batch())
+                task.add_done_callback(_retrieved)  # a consumer dropped unsettled logs nothing
+                self._prefetched.append((self.pop_started(), task))
+            await asyncio.sleep(0)  # the tasks' first steps write the pops: before the parse, not after
         return self.parse(reply)
 
     async def settle(self) -> list[KeyOpFieldsValues]:
-        """The changes a prefetched pop took out of Redis, or [] when none is out: call it before
-        dropping a prefetching consumer, or they are lost. Cancelling the caller leaves the pop
-        running and its result for the next call; a failed pop is raised once."""
-        if self._prefetched is None:
-            return []
-        started = self._prefetch_started
-        reply = await self._await_prefetched()
-        self.pop_finished(started, len(reply) >= self.pop_batch_size)
-        return self.parse(reply)
+        """The changes the prefetched pops took out of Redis, in order, or [] when none is out:
+        call it before dropping a prefetching consumer, or they are lost. Cancelling the caller
+        leaves the pops running and their results for the next call. A failed pop is raised once,
+        by the call that reaches it first (the changes popped before it are returned first)."""
+        if self._prefetched:
+            # every reply first: a cancellation while waiting takes nothing out of the queue
+            await asyncio.wait([task for _, task in self._prefetched])
+        out: list[KeyOpFieldsValues] = []
+        while self._prefetched:
+            started, task = self._prefetched[0]
+            if out and (task.cancelled() or task.exception() is not None):
+                break  # raised by the next call, after these are returned
+            self._prefetched.popleft()
+            reply = task.result()  # raises a failed pop's error
+            self.pop_finished(started, len(reply) >= self.pop_batch_size)
+            out += self.parse(reply)
+        return out
 
     async def _await_prefetched(self) -> list[Any]:
-        task = self._prefetched
-        assert task is not None
+        """The oldest prefetched pop's reply; shielded, so a cancelled caller leaves it for the
+        next call."""
+        task = self._prefetched[0][1]
         try:
             return await asyncio.shield(task)
         finally:
-            if task.done():  # taken, or failed: either way it is not handed out again
-                self._prefetched = None
+            if task.done() and self._prefetched and self._prefetched[0][1] is task:
+                self._prefetched.popleft()  # taken, or failed: either way it is not handed out again
 
     async def _pop_batch(self) -> list[Any]:
         """The reply of one pop script call."""

@@ -25,7 +25,8 @@ class ConsumerStateTable(ConsumerTableBase):
     the same changes to Redis and the same entries (tracked, as above) in fewer commands: one HSET
     per entry instead of one per field, one DEL of the batch's state hashes. Off by default.
 
-    `prefetch=True`: see ConsumerTableBase (the next pop runs in Redis while the caller works).
+    `prefetch=True` (or a number of pops): see ConsumerTableBase (the next pops run in Redis while
+    the caller works).
     """
 
     def __init__(
@@ -37,7 +38,7 @@ class ConsumerStateTable(ConsumerTableBase):
         track_deletes: bool = False,
         fast_scripts: bool = False,
         *,
-        prefetch: bool = False,
+        prefetch: int = 0,
     ) -> None:
         super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
         self.track_deletes = track_deletes

@@ -18,8 +18,8 @@ class ConsumerTable(ConsumerTableBase):
     same entries and the same changes to Redis, a SET entry's fields in one HSET instead of one
     HSET each. Off by default.
 
-    `prefetch=True`: see ConsumerTableBase (the next pop runs in Redis while the caller works);
-    a prefetched pop writes with the prefix of the pops() call that sent it.
+    `prefetch=True` (or a number of pops): see ConsumerTableBase (the next pops run in Redis while
+    the caller works); a prefetched pop writes with the prefix of the pops() call that sent it.
     """
 
     def __init__(
@@ -31,7 +31,7 @@ class ConsumerTable(ConsumerTableBase):
         modify_redis: bool = True,
         fast_scripts: bool = False,
         *,
-        prefetch: bool = False,
+        prefetch: int = 0,
     ) -> None:
         super().__init__(db, name, pop_batch_size, priority, prefetch=prefetch)
         self.modify_redis = modify_redis

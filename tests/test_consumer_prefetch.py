@@ -1,4 +1,5 @@
-"""prefetch=True: the next pop runs in Redis while the caller works; nothing is lost or reordered."""
+"""prefetch=True (or a number of pops): the next pops run in Redis while the caller works; nothing
+is lost or reordered."""
 
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ async def _fill_queue(db: DBConnector, keys: list[str], op: str = "SET") -> None
     await producer.flush()
 
 
+@pytest.mark.parametrize("prefetch", [True, 2])
 @pytest.mark.parametrize("options", [{}, {"track_deletes": True}, {"fast_scripts": True}])
-async def test_state_drain_gets_every_key_once_with_its_fields(db: DBConnector, options: dict[str, bool]) -> None:
+async def test_state_drain_gets_every_key_once_with_its_fields(
+    db: DBConnector, options: dict[str, bool], prefetch: int
+) -> None:
     await ProducerStateTable(db, "T").set_many([(f"k{i}", [("n", str(i)), *FV]) for i in range(1000)])
-    consumer = ConsumerStateTable(db, "T", pop_batch_size=64, prefetch=True, **options)
+    consumer = ConsumerStateTable(db, "T", pop_batch_size=64, prefetch=prefetch, **options)
     seen: dict[str, list[tuple[str, str]]] = {}
     while batch := await consumer.pops():
         for task in batch:
@@ -40,9 +44,10 @@ async def test_state_drain_gets_every_key_once_with_its_fields(db: DBConnector, 
     assert await db.redis.hgetall("T:k7") == {"n": "7", "f0": "v0", "f1": "v1"}
 
 
-async def test_queue_drain_keeps_producer_order_and_writes_the_table(db: DBConnector) -> None:
+@pytest.mark.parametrize("prefetch", [True, 2, 3])
+async def test_queue_drain_keeps_producer_order_and_writes_the_table(db: DBConnector, prefetch: int) -> None:
     await _fill_queue(db, [f"k{i}" for i in range(500)])
-    consumer = ConsumerTable(db, "Q", pop_batch_size=32, prefetch=True)
+    consumer = ConsumerTable(db, "Q", pop_batch_size=32, prefetch=prefetch)
     got: list[str] = []
     while batch := await consumer.pops():
         got += [t.key for t in batch]
@@ -61,6 +66,36 @@ async def test_the_next_batch_is_popped_while_the_caller_works_and_settle_return
     rest = await consumer.pops()
     assert sorted(t.key for t in first + prefetched + rest) == sorted(f"k{i}" for i in range(10))
     assert await consumer.pops() == [] and not consumer.ready
+
+
+async def test_prefetch_2_keeps_two_pops_ahead_and_settle_returns_both_in_order(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(10)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=2)
+    first = await consumer.pops()
+    assert [t.key for t in first] == ["k0", "k1", "k2"] and consumer.ready
+    (left,) = await db.execute_many([("LLEN", consumer.op_queue)])  # after both pops: same connection
+    assert left == 3  # one op (three list elements) is left in Redis
+    assert [t.key for t in await consumer.settle()] == [f"k{i}" for i in range(3, 9)]
+    assert [t.key for t in await consumer.pops()] == ["k9"]
+    assert await consumer.settle() == [] and not consumer.ready
+
+
+async def test_a_failed_second_prefetched_pop_comes_after_the_first_ones_changes(db: DBConnector) -> None:
+    await _fill_queue(db, ["a0", "a1", "a2", "a3"])
+    await _fill_queue(db, ["bad"], op="no_such_op")  # the C++ pops script raises on it
+    await _fill_queue(db, ["b0", "b1", "b2"])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=2, prefetch=2)
+    assert [t.key for t in await consumer.pops()] == ["a0", "a1"]
+    assert [t.key for t in await consumer.settle()] == ["a2", "a3"]  # the failed pop is held back
+    with pytest.raises(ResponseError, match="unsupported operation"):
+        await consumer.settle()  # raised once: the pop of "bad", "b0" failed in Redis
+    assert [t.key for t in await consumer.pops()] == ["b1", "b2"]
+    assert await consumer.pops() == [] and await consumer.settle() == []
+
+
+def test_a_negative_prefetch_is_refused(db: DBConnector) -> None:
+    with pytest.raises(ValueError, match="prefetch"):
+        ConsumerTable(db, "Q", prefetch=-1)
 
 
 async def test_without_prefetch_nothing_is_popped_before_the_caller_asks(db: DBConnector) -> None:
