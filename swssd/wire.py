@@ -21,7 +21,7 @@ from redis.typing import EncodableT
 _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
 #: from this many arguments on, the join packs faster than hiredis (below, its setup costs more)
-JOIN_FROM_ARGS = 64
+JOIN_FROM_ARGS = 128
 #: "$<length>" for the argument lengths the join packs (a list lookup, not a format per argument)
 _BULK_HEADS = [f"${n}" for n in range(1024)]
 

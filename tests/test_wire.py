@@ -33,7 +33,7 @@ def test_a_batched_set_is_packed_by_the_join_as_hiredis_packs_it() -> None:
 
 
 def test_what_the_join_cannot_pack_goes_to_hiredis() -> None:
-    base = batched_set(8)
+    base = batched_set(16)
     assert len(base) >= JOIN_FROM_ARGS
     for odd in (7, b"bytes", "x" * 1024, "ünïcode", "caf\udce9", "", "x" * 1023):
         command = (*base, odd)
