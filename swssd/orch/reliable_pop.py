@@ -182,7 +182,8 @@ class ReliablePop:
             raise
 
     async def settle(self) -> list[Batch]:
-        """At shutdown: the batch a prefetched pop took, or what failed pops left in the record."""
+        """At shutdown: the batches the prefetched pops took, in order, or what failed pops left
+        in the record."""
         if self._unsure:
             return await self._recover()
         for _, task in list(self._prefetch):  # all replies first: a cancellation here loses nothing
