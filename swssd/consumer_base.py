@@ -13,6 +13,9 @@ from .fields import KeyOpFieldsValues
 from .selectable import Selectable, Subscription
 from .table import TableBase
 
+#: Pops sent ahead, oldest first, each with what pop_started() said when it was sent.
+Prefetched = deque[tuple[int, "asyncio.Future[list[Any]]"]]
+
 
 class ConsumerTableBase(Selectable, TableBase):
     """A consumer popped by a script, woken by PUBLISHes on `<TABLE>_CHANNEL@<db id>`.
@@ -44,8 +47,7 @@ class ConsumerTableBase(Selectable, TableBase):
         self.prefetch = int(prefetch)
         self._more = False
         self._notifications = 0
-        #: pops sent ahead, oldest first, each with what pop_started() said when it was sent
-        self._prefetched: deque[tuple[int, asyncio.Task[list[Any]]]] = deque()
+        self._prefetched: Prefetched = deque()
 
     @property
     def ready(self) -> bool:
@@ -93,7 +95,7 @@ class ConsumerTableBase(Selectable, TableBase):
         """Pop up to pop_batch_size changes."""
         if self._prefetched:
             started = self._prefetched[0][0]
-            reply = await self._await_prefetched()
+            reply = await await_oldest(self._prefetched)
         else:
             started = self.pop_started()
             reply = await self._pop_batch()
@@ -126,16 +128,6 @@ class ConsumerTableBase(Selectable, TableBase):
             out += self.parse(reply)
         return out
 
-    async def _await_prefetched(self) -> list[Any]:
-        """The oldest prefetched pop's reply; shielded, so a cancelled caller leaves it for the
-        next call."""
-        task = self._prefetched[0][1]
-        try:
-            return await asyncio.shield(task)
-        finally:
-            if task.done() and self._prefetched and self._prefetched[0][1] is task:
-                self._prefetched.popleft()  # taken, or failed: either way it is not handed out again
-
     async def _pop_batch(self) -> list[Any]:
         """The reply of one pop script call."""
         raise NotImplementedError
@@ -143,6 +135,17 @@ class ConsumerTableBase(Selectable, TableBase):
     def parse(self, reply: list[Any]) -> list[KeyOpFieldsValues]:
         """The tasks of one pop script reply (or of its JSON copy, where {} stands for [])."""
         raise NotImplementedError
+
+
+async def await_oldest(prefetched: Prefetched) -> list[Any]:
+    """The reply of the oldest pop sent ahead; shielded, so a cancelled caller leaves it for the
+    next call. Once done it leaves the queue, taken or failed: a failure is raised once."""
+    task = prefetched[0][1]
+    try:
+        return await asyncio.shield(task)
+    finally:
+        if task.done() and prefetched and prefetched[0][1] is task:
+            prefetched.popleft()
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

@@ -4,6 +4,7 @@ is lost or reordered."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from redis.exceptions import ResponseError
@@ -91,6 +92,26 @@ async def test_a_failed_second_prefetched_pop_comes_after_the_first_ones_changes
         await consumer.settle()  # raised once: the pop of "bad", "b0" failed in Redis
     assert [t.key for t in await consumer.pops()] == ["b1", "b2"]
     assert await consumer.pops() == [] and await consumer.settle() == []
+
+
+async def test_a_settle_cancelled_while_a_reply_is_late_loses_nothing(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(9)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=2)
+    got = [t.key for t in await consumer.pops()]
+    # the first prefetched reply is in, the second one late (held back here)
+    await asyncio.wait([task for _, task in consumer._prefetched])
+    started, second = consumer._prefetched[1]
+    late: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+    consumer._prefetched[1] = (started, late)
+    settling = asyncio.ensure_future(consumer.settle())
+    await asyncio.sleep(0.05)
+    assert not settling.done()
+    settling.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await settling
+    late.set_result(second.result())
+    got += [t.key for t in await consumer.settle()]
+    assert got == [f"k{i}" for i in range(9)]
 
 
 def test_a_negative_prefetch_is_refused(db: DBConnector) -> None:

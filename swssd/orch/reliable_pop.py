@@ -36,6 +36,7 @@ import structlog
 from redis.exceptions import RedisError, ResponseError
 
 from ..backoff import Backoff
+from ..consumer_base import Prefetched, await_oldest
 from ..consumer_state_table import ConsumerStateTable
 from ..consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
@@ -117,8 +118,7 @@ class ReliablePop:
         self.last_seq = 0
         #: sequence numbers of the batches in the record, oldest first
         self._kept: deque[int] = deque()
-        #: pops sent ahead, oldest first, each with what pop_started() said when it was sent
-        self._prefetch: deque[tuple[int, asyncio.Future[list[Any]]]] = deque()
+        self._prefetch: Prefetched = deque()
         #: a pop failed: Redis may have run it, so the record is read before popping again
         self._unsure = False
         self._progress = asyncio.Event()
@@ -156,7 +156,7 @@ class ReliablePop:
                 return await self._recover()
             if self._prefetch:
                 started = self._prefetch[0][0]
-                reply = await self._await_prefetch()
+                reply = await await_oldest(self._prefetch)
             else:
                 started = self.consumer.pop_started()
                 reply = await self._send()
@@ -186,15 +186,14 @@ class ReliablePop:
         in the record."""
         if self._unsure:
             return await self._recover()
-        for _, task in list(self._prefetch):  # all replies first: a cancellation here loses nothing
-            with contextlib.suppress(RedisError, OSError):
-                await asyncio.shield(task)
+        if self._prefetch:  # every reply first: a cancellation while waiting loses nothing
+            await asyncio.wait([task for _, task in self._prefetch])
         out: list[Batch] = []
         while self._prefetch:
             # Done replies, in order, each right after the one before it: no read-back, so nothing
             # suspends between the hand-overs, and a cancellation cannot drop a batch kept here.
             try:
-                out += await self._hand_over(await self._await_prefetch())
+                out += await self._hand_over(await await_oldest(self._prefetch))
             except ResponseError:
                 if not out:
                     raise
@@ -211,7 +210,7 @@ class ReliablePop:
         (a prefetched pop still out ends first: what it took is read back with the rest)."""
         while self._prefetch:
             with contextlib.suppress(RedisError, OSError):
-                await self._await_prefetch()
+                await await_oldest(self._prefetch)
         out = await self._read_back(int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0))
         self._unsure = False
         self.consumer.notify()  # look again: the failed pop may not have run at all
@@ -232,16 +231,6 @@ class ReliablePop:
     async def _send(self) -> list[Any]:
         # Never resent on a dropped connection: Redis may have run it (then the record has it).
         return await self.db.evalsha(self._script, self._keys, self._args, resend=False)  # type: ignore[no-any-return]
-
-    async def _await_prefetch(self) -> list[Any]:
-        """The oldest prefetched pop's reply; shielded, so a cancelled caller leaves it for the
-        next call."""
-        task = self._prefetch[0][1]
-        try:
-            return await asyncio.shield(task)
-        finally:
-            if task.done() and self._prefetch and self._prefetch[0][1] is task:
-                self._prefetch.popleft()
 
     async def _read_back(self, newest: int) -> list[Batch]:
         """Batches after the last one handed over, up to `newest`: pops whose reply was lost.
