@@ -4,11 +4,11 @@ is lost or reordered."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from redis.exceptions import ResponseError
 
+from late_reply import settle_cancelled_while_a_reply_is_late
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Select
 
 FV = [("f0", "v0"), ("f1", "v1")]
@@ -98,19 +98,7 @@ async def test_a_settle_cancelled_while_a_reply_is_late_loses_nothing(db: DBConn
     await _fill_queue(db, [f"k{i}" for i in range(9)])
     consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=2)
     got = [t.key for t in await consumer.pops()]
-    # the first prefetched reply is in, the second one late (held back here)
-    await asyncio.wait([task for _, task in consumer._prefetched])
-    started, second = consumer._prefetched[1]
-    late: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-    consumer._prefetched[1] = (started, late)
-    settling = asyncio.ensure_future(consumer.settle())
-    await asyncio.sleep(0.05)
-    assert not settling.done()
-    settling.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await settling
-    late.set_result(second.result())
-    got += [t.key for t in await consumer.settle()]
+    got += [t.key for t in await settle_cancelled_while_a_reply_is_late(consumer._prefetched, consumer.settle)]
     assert got == [f"k{i}" for i in range(9)]
 
 

@@ -15,6 +15,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from late_reply import settle_cancelled_while_a_reply_is_late
 from swssd import (
     ConsumerStateTable,
     ConsumerTable,
@@ -302,19 +303,7 @@ async def test_a_settle_cancelled_while_pops_are_out_loses_nothing(db: DBConnect
     await ProducerStateTable(db, "T").set_many([(f"k{i}", [("f", str(i))]) for i in range(6)])
     source = state_pop(db, batch=2)
     first = await source.pop()
-    # the first prefetched reply is in, the second one late (held back here)
-    await asyncio.wait([task for _, task in source._prefetch])
-    started, second = source._prefetch[1]
-    late: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-    source._prefetch[1] = (started, late)
-    settling = asyncio.ensure_future(source.settle())
-    await asyncio.sleep(0.05)
-    assert not settling.done()
-    settling.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await settling
-    late.set_result(second.result())
-    settled = await source.settle()
+    settled = await settle_cancelled_while_a_reply_is_late(source._prefetch, source.settle)
     assert [b.seq for b in settled] == [2, 3]
     assert sorted(t.key for t in tasks_of(first + settled)) == [f"k{i}" for i in range(6)]
     assert await source.settle() == []
