@@ -68,8 +68,9 @@ async def test_frozen_redis_is_reported_within_5s_and_nothing_is_lost(
             "metrics": {"enabled": True, "address": "127.0.0.1", "port": port},
             "orchs": [{
                 "plugin": "orch_plugins:RecordingOrch",
-                "tables": [{"db": "APPL_DB", "table": "LIVE_S"},
-                           {"db": "APPL_DB", "table": "LIVE_Q", "kind": "queue"}],
+                # small batches, so that draining the last burst takes a few hundred pops
+                "tables": [{"db": "APPL_DB", "table": "LIVE_S", "pop_batch_size": 32},
+                           {"db": "APPL_DB", "table": "LIVE_Q", "kind": "queue", "pop_batch_size": 32}],
                 "options": {"record": str(records), "delay": 0.0005},
             }],
         }
@@ -95,9 +96,11 @@ async def test_frozen_redis_is_reported_within_5s_and_nothing_is_lost(
                 qkey = f"q{i % 500}"
                 await queue.set(qkey, [("n", f"v{i}")])
                 model.setdefault(("LIVE_Q", qkey), {})["n"] = f"v{i}"
-                if i % 500 == 499:
+                if i % 500 == 499 and i < 2000:
                     await state.flush()
                     await queue.flush()
+            # The last 2,000 of each in one burst: the daemon is still popping them when Redis
+            # freezes (a drain that ended first would leave no pop to time out).
             await state.flush()
             await queue.flush()
 
