@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -48,6 +48,13 @@ CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 
 ScriptCall = tuple[Script, Sequence[str | int], Sequence[str | int]]
 """A script with its KEYS and ARGV, as one EVALSHA."""
+
+
+def evalsha_command(call: ScriptCall) -> tuple[str | int, ...]:
+    """The EVALSHA command of a script call, its key count a str like the arguments around it
+    (see wire.pack_command)."""
+    script, keys, args = call
+    return ("EVALSHA", script.sha, str(len(keys)), *keys, *args)
 
 
 class DBConnector:
@@ -183,6 +190,17 @@ class DBConnector:
                 await self.redis.execute_command("SCRIPT", "LOAD", script.source)
                 self._loaded.add(script.sha)
 
+    def unloaded(self, scripts: Iterable[Script]) -> list[Script]:
+        """Those of `scripts` this connector has not loaded yet, each once."""
+        return list({script.sha: script for script in scripts if script.sha not in self._loaded}.values())
+
+    def script_loads(self, scripts: Iterable[Script]) -> list[tuple[Any, ...]]:
+        """SCRIPT LOAD commands, one a script, for a caller to pipeline ahead of its EVALSHAs. The
+        scripts count as loaded from then on (a load that fails shows as NOSCRIPT, which reloads)."""
+        wanted = {script.sha: script for script in scripts}
+        self._loaded.update(wanted)
+        return [("SCRIPT", "LOAD", script.source) for script in wanted.values()]
+
     async def evalsha(
         self, script: Script, keys: Sequence[str | int], args: Sequence[str | int], *, resend: bool = True
     ) -> Any:
@@ -194,7 +212,7 @@ class DBConnector:
         """
         if script.sha not in self._loaded:
             await self.load_scripts((script,))
-        command = ("EVALSHA", script.sha, str(len(keys)), *keys, *args)  # all str: see wire.pack_command
+        command = evalsha_command((script, keys, args))
         resent = reloaded = False
         while True:  # one loop, not a helper coroutine: this is every call's way
             try:
@@ -223,11 +241,10 @@ class DBConnector:
         """
         if not calls:
             return []
-        scripts = list({c[0].sha: c[0] for c in calls}.values())
-        commands: list[tuple[Any, ...]] = [("SCRIPT", "LOAD", script.source) for script in scripts]
-        commands += [("EVALSHA", script.sha, str(len(keys)), *keys, *args) for script, keys, args in calls]
-        results = (await self._send_all(commands))[len(scripts):]
-        self._loaded.update(s.sha for s in scripts)
+        commands = self.script_loads(c[0] for c in calls)
+        loads = len(commands)
+        commands += map(evalsha_command, calls)
+        results = (await self._send_all(commands))[loads:]
         failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
         if failed:
             first = failed[0]
@@ -265,6 +282,14 @@ class DBConnector:
         if conn is None or conn.stale():  # closed (e.g. a Redis restart), perhaps not noticed yet
             return self._reconnect_and_send(commands)
         return conn.request(commands)
+
+    async def connection(self) -> RedisConnection:
+        """The connection this connector's scripts and pipelines go out on, (re)opened if it is
+        closed: for callers that keep requests out on it themselves (connection.submit)."""
+        conn = self._own
+        if conn is None or conn.stale():
+            conn = await self._reconnect()
+        return conn
 
     async def _reconnect_and_send(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         return await (await self._reconnect()).request(commands)

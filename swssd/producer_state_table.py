@@ -22,6 +22,7 @@ from .lua import (
     PST_SET_FAST,
     PST_SETS_FAST,
 )
+from .send_ahead import SendAhead
 from .table import Table, TableBase, TableDump
 
 log = structlog.get_logger(__name__)
@@ -48,12 +49,27 @@ class ProducerStateTable(TableBase):
     the same key set, state hashes and PUBLISH as the C++ scripts, with one HSET per entry instead
     of one per field (and one SADD per batch); a C++ consumer reads them as usual. Keyspace
     events differ (one `hset` per entry). Off by default: the default is byte-identical to C++.
+
+    With `send_ahead=N`, a write returns once it is sent, while up to N writes before it still
+    wait for Redis's answer (past that it waits for the oldest): the program builds its next
+    call while Redis runs this one, where the C++ library (and the default) waits for each
+    answer. The same EVALSHAs in the same order. An error reply comes with a later write, or
+    with flush(), which waits for every answer (so do clear(), count(), apply_temp_view()). A
+    write lost with the connection is sent again in order, as without it (see SendAhead). Off
+    by default; not with `buffered`, which already sends its writes together.
     """
 
-    def __init__(self, db: DBConnector, name: str, buffered: bool = False, fast_scripts: bool = False) -> None:
+    def __init__(
+        self, db: DBConnector, name: str, buffered: bool = False, fast_scripts: bool = False, *, send_ahead: int = 0
+    ) -> None:
+        if send_ahead < 0:
+            raise ValueError(f"send_ahead must be a number of writes >= 0, not {send_ahead!r}")
+        if send_ahead and buffered:
+            raise ValueError("send_ahead is for an unbuffered producer: a buffered one sends its writes at flush()")
         super().__init__(db, name)
         self.buffered = buffered
         self.fast_scripts = fast_scripts
+        self._ahead = SendAhead(db, send_ahead) if send_ahead else None
         self._queued: list[ScriptCall | _QueuedSet] = []
         self._temp_view: TableDump | None = None
 
@@ -77,6 +93,8 @@ class ProducerStateTable(TableBase):
             call = (PST_SET, [self.channel, self.key_set, *([state_hash] * len(pairs))], args)
         if self.buffered:
             self._queued.append(call)
+        elif self._ahead is not None:
+            await self._ahead.send(call)
         else:  # straight to the connector, not through _send: one coroutine less per call
             await self.db.evalsha(*call)
 
@@ -120,11 +138,14 @@ class ProducerStateTable(TableBase):
         await self._send((PST_BATCHED_DEL, script_keys, ["G"]))
 
     async def flush(self) -> None:
-        """Send everything a buffered producer has queued, in order, in one pipeline.
+        """Send everything a buffered producer has queued, in order, in one pipeline; with
+        send_ahead, wait for the answers to every write sent.
 
         With fast scripts, each run of consecutive single sets goes as one script call with their
         effect (producer_state_table_sets_fast.lua: the same hashes, key set and PUBLISHes, one per
         key the key set did not hold): one EVALSHA instead of one per set."""
+        if self._ahead is not None:
+            await self._ahead.wait()
         queued, self._queued = self._queued, []
         await self.db.evalsha_many(self._script_calls(queued))
 
@@ -241,6 +262,8 @@ class ProducerStateTable(TableBase):
     async def _send(self, call: ScriptCall) -> None:
         if self.buffered:
             self._queued.append(call)
+        elif self._ahead is not None:
+            await self._ahead.send(call)
         else:
             script, keys, args = call
             await self.db.evalsha(script, keys, args)

@@ -312,6 +312,17 @@ class RedisConnection(asyncio.Protocol):
         with ConnectionError (TimeoutError), and stays closed."""
         if self._writable is not None:
             await asyncio.shield(self._writable)
+        return await self.submit(commands)
+
+    async def writable(self) -> None:
+        """Return once the socket takes writes again (at once unless the kernel's buffer is full)."""
+        if self._writable is not None:
+            await asyncio.shield(self._writable)
+
+    def submit(self, commands: Sequence[tuple[Any, ...]]) -> asyncio.Future[list[Any]]:
+        """`request()` without waiting: the commands are queued to be written after any sent
+        before them, and the future gets their replies. For callers that keep several requests
+        out in order and wait on them later; they await `writable()` before each."""
         if self._closed.done():
             self._closed.result()  # raises the error it closed with
         future: asyncio.Future[list[Any]] = self._loop.create_future()
@@ -327,7 +338,7 @@ class RedisConnection(asyncio.Protocol):
         self._pending.append(_Request(len(commands), future))
         if self._watchdog is None and self.spec.read_timeout is not None:
             self._watchdog = self._loop.call_later(self.spec.read_timeout, self._check_progress)
-        return await future
+        return future
 
     def send(self, command: tuple[Any, ...]) -> None:
         """Write a command whose replies go to `on_push` (SUBSCRIBE and the like)."""
