@@ -12,8 +12,11 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
 
   single set     ProducerStateTable.set, one call (one round trip) a key, on --keys-slow keys;
                  swssd also from 16 coroutines at once on one connector (calls made while others
-                 are in flight written together), against the same C++ single-set figure
-  batched set    C++ set(vector<KeyOpFieldsValuesTuple>) / swssd set_many, 128 keys a call
+                 are in flight written together), and with send_ahead=2 (sets overlap: no
+                 longer one round trip a key), against the same C++ single-set figure
+  batched set    C++ set(vector<KeyOpFieldsValuesTuple>) / swssd set_many, 128 keys a call;
+                 swssd also with send_ahead=1 and 2 (a call returns once sent while 1 or 2
+                 before it wait for their answers; timed up to the last answer, at flush())
   buffered set   buffered producer, flush every 128 keys
   CST drain      ConsumerStateTable pops until empty, of a key set pre-filled with batched sets
   CT drain       ConsumerTable pops until empty, of an op queue pre-filled by a buffered
@@ -133,15 +136,18 @@ def build_cpp(tree: Path, out_dir: Path) -> Path:
 # -- the swssd side ---------------------------------------------------------------------------
 
 
-def _pst(db: DBConnector, fast: bool, buffered: bool = False) -> ProducerStateTable:
-    """The library's producer; with fast, its opt-in fast scripts (where the checkout has them)."""
-    return ProducerStateTable(db, TABLE, buffered=buffered, **({"fast_scripts": True} if fast else {}))
+def _pst(db: DBConnector, fast: bool, buffered: bool = False, send_ahead: int = 0) -> ProducerStateTable:
+    """The library's producer; with fast, its opt-in fast scripts, with send_ahead its opt-in
+    writes ahead of their answers (where the checkout has them)."""
+    options = {**({"fast_scripts": True} if fast else {}), **({"send_ahead": send_ahead} if send_ahead else {})}
+    return ProducerStateTable(db, TABLE, buffered=buffered, **options)
 
 
-async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
-    pst = _pst(db, fast)
+async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False, send_ahead: int = 0) -> None:
+    pst = _pst(db, fast, send_ahead=send_ahead)
     for key, fvs in entries:
         await pst.set(key, fvs)
+    await pst.flush()  # with send_ahead: the last answers are in the time
 
 
 async def pst_set_concurrent(db: DBConnector, entries: list[Entry], coroutines: int = 16) -> None:
@@ -149,10 +155,11 @@ async def pst_set_concurrent(db: DBConnector, entries: list[Entry], coroutines: 
     await asyncio.gather(*(pst_set(db, entries[i::coroutines]) for i in range(coroutines)))
 
 
-async def pst_set_many(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
-    pst = _pst(db, fast)
+async def pst_set_many(db: DBConnector, entries: list[Entry], fast: bool = False, send_ahead: int = 0) -> None:
+    pst = _pst(db, fast, send_ahead=send_ahead)
     for i in range(0, len(entries), BATCH):
         await pst.set_many(entries[i : i + BATCH])
+    await pst.flush()
 
 
 async def pst_buffered(db: DBConnector, entries: list[Entry], fast: bool = False) -> None:
@@ -274,6 +281,13 @@ def make_cases(keys: int, slow: int) -> list[Case]:
         cases[3].variants.append(("swssd, fast scripts", library_consumer(ConsumerStateTable, False, fast=True)))
     if "fast_scripts" in inspect.signature(ConsumerTable).parameters:
         cases[4].variants.append(("swssd, fast scripts", library_consumer(ConsumerTable, False, fast=True)))
+    if "send_ahead" in inspect.signature(ProducerStateTable).parameters:
+        cases[0].variants.append(("swssd, send_ahead=2 (not 1 trip a key)", functools.partial(pst_set, send_ahead=2)))
+        for depth in (1, 2):
+            cases[1].variants.append((f"swssd, send_ahead={depth}", functools.partial(pst_set_many, send_ahead=depth)))
+        cases[1].variants.append(
+            ("swssd, fast scripts + send_ahead=2", functools.partial(pst_set_many, fast=True, send_ahead=2))
+        )
     return cases
 
 
