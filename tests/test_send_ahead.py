@@ -4,6 +4,7 @@ for their answer; the same EVALSHAs in the same order, nothing dropped unanswere
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from swssd import DBConnector, ProducerStateTable
 from swssd.embedded_redis import EmbeddedRedis
@@ -238,6 +240,30 @@ async def test_a_write_while_redis_is_down_raises_and_is_sent_when_it_is_back(ow
         await db.close()
 
 
+async def test_writes_out_when_redis_freezes_are_kept_and_sent_when_it_answers(own_redis: EmbeddedRedis) -> None:
+    db = await DBConnector.from_url(own_redis.url, db_id=0, socket_timeout=0.5, socket_connect_timeout=0.5)
+    assert own_redis.process is not None
+    try:
+        pst = ProducerStateTable(db, "T", send_ahead=2)
+        await warm(pst)
+        own_redis.process.send_signal(signal.SIGSTOP)
+        try:
+            await pst.set("a", [("f", "1")])
+            await pst.set("a", [("f", "2")])
+            with pytest.raises(RedisTimeoutError):  # no answer, and none to the writes sent again
+                await pst.flush()
+            assert len(pst._ahead or ()) == 2  # kept
+        finally:
+            own_redis.process.send_signal(signal.SIGCONT)
+        await pst.flush()
+        assert len(pst._ahead or ()) == 0
+        admin = redis.Redis(port=own_redis.port, decode_responses=True)
+        assert admin.hgetall("_T:a") == {"f": "2"}
+        admin.close()
+    finally:
+        await db.close()
+
+
 # -- property: the same Redis state and PUBLISHes as without send-ahead -------------------------
 
 keys = st.sampled_from(["a", "b", "k:1", "é"])
@@ -288,14 +314,16 @@ async def _publishes(db: DBConnector, table: str, run: Any) -> int:
     return count
 
 
-async def _compare(url: str, script: list[Any]) -> None:
+async def _compare(url: str, script: list[Any], fast: bool) -> None:
     plain = await DBConnector.from_url(url, db_id=10)
     ahead = await DBConnector.from_url(url, db_id=11)
     try:
         for db in (plain, ahead):
             await db.redis.flushdb()
-        published_plain = await _publishes(plain, "T", _write(ProducerStateTable(plain, "T"), script))
-        published_ahead = await _publishes(ahead, "T", _write(ProducerStateTable(ahead, "T", send_ahead=2), script))
+        without = ProducerStateTable(plain, "T", fast_scripts=fast)
+        published_plain = await _publishes(plain, "T", _write(without, script))
+        with_ahead = ProducerStateTable(ahead, "T", fast_scripts=fast, send_ahead=2)
+        published_ahead = await _publishes(ahead, "T", _write(with_ahead, script))
         assert await _state(ahead, "T") == await _state(plain, "T")
         assert published_ahead == published_plain
     finally:
@@ -303,7 +331,10 @@ async def _compare(url: str, script: list[Any]) -> None:
         await ahead.close()
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["cpp_scripts", "fast_scripts"])
 @settings(max_examples=60, deadline=None)
 @given(script=steps)
-def test_random_writes_leave_what_they_leave_without_send_ahead(redis_server: EmbeddedRedis, script: list[Any]) -> None:
-    asyncio.run(_compare(redis_server.url, script))
+def test_random_writes_leave_what_they_leave_without_send_ahead(
+    redis_server: EmbeddedRedis, fast: bool, script: list[Any]
+) -> None:
+    asyncio.run(_compare(redis_server.url, script, fast))
