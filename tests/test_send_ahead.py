@@ -30,11 +30,6 @@ def admin(clean_redis: EmbeddedRedis) -> Iterator[redis.Redis]:
     client.close()
 
 
-def pause_writes(admin: redis.Redis) -> None:
-    """Redis holds every write (EVALSHA included) until unpaused; reads go on."""
-    admin.execute_command("CLIENT", "PAUSE", "20000", "WRITE")
-
-
 async def warm(pst: ProducerStateTable) -> None:
     """Answered writes of each kind: the scripts are loaded (a write with a script not loaded yet
     waits for the answers out first) and the connection open."""
@@ -45,12 +40,19 @@ async def warm(pst: ProducerStateTable) -> None:
     await pst.flush()
 
 
+async def paused(db: DBConnector, admin: redis.Redis, send_ahead: int) -> ProducerStateTable:
+    """A warmed-up producer with `send_ahead`, and Redis holding every write (EVALSHA included)
+    from now on until unpaused; reads go on."""
+    pst = ProducerStateTable(db, "T", send_ahead=send_ahead)
+    await warm(pst)
+    admin.execute_command("CLIENT", "PAUSE", "20000", "WRITE")
+    return pst
+
+
 async def test_a_write_returns_before_redis_ran_it_and_flush_waits_for_it(
     db: DBConnector, admin: redis.Redis
 ) -> None:
-    pst = ProducerStateTable(db, "T", send_ahead=1)
-    await warm(pst)
-    pause_writes(admin)
+    pst = await paused(db, admin, 1)
     await pst.set("a", [("f", "1")])  # returns while Redis holds it
     assert admin.exists("_T:a") == 0
     flushed = asyncio.ensure_future(pst.flush())
@@ -66,9 +68,7 @@ async def test_a_write_returns_before_redis_ran_it_and_flush_waits_for_it(
 async def test_past_the_window_a_write_waits_for_the_oldest(
     db: DBConnector, admin: redis.Redis, depth: int
 ) -> None:
-    pst = ProducerStateTable(db, "T", send_ahead=depth)
-    await warm(pst)
-    pause_writes(admin)
+    pst = await paused(db, admin, depth)
     for i in range(depth):
         await pst.set(f"k{i}", FV)
     over = asyncio.ensure_future(pst.set_many([("last", FV)]))
@@ -141,9 +141,7 @@ async def test_flush_raises_an_error_reply_once(db: DBConnector, admin: redis.Re
 async def test_writes_out_when_the_connection_is_killed_are_sent_again_in_order(
     db: DBConnector, admin: redis.Redis
 ) -> None:
-    pst = ProducerStateTable(db, "T", send_ahead=3)
-    await warm(pst)
-    pause_writes(admin)
+    pst = await paused(db, admin, 3)
     await pst.set("k", [("f", "1")])
     await pst.set("k", [("f", "2")])
     await pst.set_many([("k", [("f", "3")]), ("j", FV)])
@@ -170,9 +168,7 @@ async def test_writes_refused_with_noscript_after_a_script_flush_are_sent_again(
 
 
 async def test_a_cancelled_write_is_still_sent(db: DBConnector, admin: redis.Redis) -> None:
-    pst = ProducerStateTable(db, "T", send_ahead=1)
-    await warm(pst)
-    pause_writes(admin)
+    pst = await paused(db, admin, 1)
     await pst.set("a", FV)
     waiting = asyncio.ensure_future(pst.set("b", FV))  # sent, then waits for a's answer
     await asyncio.sleep(0.05)
