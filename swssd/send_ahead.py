@@ -111,8 +111,8 @@ class SendAhead:
         (their order against it cannot be kept), and an error reply among those that ran is
         raised."""
         calls = self._calls
-        out = [c for c in calls if c.reply is not None]
-        again = [c for c in out if not _ran(c.reply)]  # type: ignore[arg-type]  # out: replied
+        out = [(c, c.reply) for c in calls if c.reply is not None]
+        again = [c for c, reply in out if not _ran(reply)]
         error: Exception | None = None
         if len(again) < len(out):
             log.warning(
@@ -121,7 +121,7 @@ class SendAhead:
                 again=len(again),
                 ran=len(out) - len(again),
             )
-            answers = [c.reply.result()[0] for c in out if c not in again]  # type: ignore[union-attr]
+            answers = [reply.result()[0] for c, reply in out if c not in again]
             error = next((a for a in answers if isinstance(a, Exception)), None)
             kept = [c for c in calls if c.reply is None or c in again]
             calls.clear()

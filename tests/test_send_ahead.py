@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from structlog.testing import capture_logs
 
 from swssd import DBConnector, ProducerStateTable
 from swssd.embedded_redis import EmbeddedRedis
+from swssd.lua import PST_BATCHED_SET
 
 FV = [("f", "v")]
 
@@ -165,6 +167,23 @@ async def test_writes_refused_with_noscript_after_a_script_flush_are_sent_again(
     await pst.flush()
     assert admin.hgetall("_T:k") == {"f": "2"}
     assert admin.smembers("T_DEL_SET") == {"gone", "k"}
+
+
+async def test_a_write_refused_after_another_client_reloaded_a_later_ones_script_is_still_sent(
+    db: DBConnector, admin: redis.Redis
+) -> None:
+    """The one case where a write sent again lands after a later one: it says so, and loses nothing."""
+    pst = ProducerStateTable(db, "T", send_ahead=2)
+    await warm(pst)
+    admin.script_flush()
+    admin.script_load(PST_BATCHED_SET.source)  # another client's load: set_many's script is back
+    with capture_logs() as logs:
+        await pst.set("a", FV)  # NOSCRIPT
+        await pst.set_many([("b", FV)])  # runs
+        await pst.flush()
+    assert admin.hgetall("_T:a") == {"f": "v"} and admin.hgetall("_T:b") == {"f": "v"}
+    assert [e["again"] for e in logs if "NOSCRIPT" in e["event"]] == [1]
+    assert len(pst._ahead or ()) == 0
 
 
 async def test_a_cancelled_write_is_still_sent(db: DBConnector, admin: redis.Redis) -> None:
