@@ -310,7 +310,7 @@ class RedisConnection(asyncio.Protocol):
         """Send `commands` and return one reply each, in order; error replies are exceptions in the
         list. A connection lost (or silent past the read time-out) fails every request out on it
         with ConnectionError (TimeoutError), and stays closed."""
-        if self._writable is not None:
+        if self._writable is not None:  # writable(), inline: one coroutine less on every call's way
             await asyncio.shield(self._writable)
         return await self.submit(commands)
 
