@@ -13,7 +13,8 @@ from .fields import KeyOpFieldsValues
 from .selectable import Selectable, Subscription
 from .table import TableBase
 
-#: Pops sent ahead, oldest first, each with what pop_started() said when it was sent.
+#: Pops out, oldest first (sent ahead, waited for by pops(), or left by a cancelled one), each
+#: with what pop_started() said when it was sent.
 Prefetched = deque[tuple[int, "asyncio.Future[list[Any]]"]]
 
 
@@ -51,8 +52,8 @@ class ConsumerTableBase(Selectable, TableBase):
 
     @property
     def ready(self) -> bool:
-        """True while data may be waiting: notified, the last pop was a full batch, or a
-        prefetched pop has not been returned yet."""
+        """True while data may be waiting: notified, the last pop was a full batch, or a pop out
+        has not been returned yet."""
         return self._more or bool(self._buffer) or bool(self._prefetched)
 
     @property
@@ -92,26 +93,36 @@ class ConsumerTableBase(Selectable, TableBase):
         self._more = more or started != self._notifications
 
     async def pops(self) -> list[KeyOpFieldsValues]:
-        """Pop up to pop_batch_size changes."""
-        if self._prefetched:
-            started = self._prefetched[0][0]
-            reply = await await_oldest(self._prefetched)
-        else:
-            started = self.pop_started()
-            reply = await self._pop_batch()
+        """Pop up to pop_batch_size changes.
+
+        A caller cancelled while its pop is out (a time-out around pops(), say) leaves the batch
+        to the next pops() or settle(): the pop has run in Redis, and dropped it would be lost."""
+        if not self._prefetched:
+            self._send_pop()
+        started = self._prefetched[0][0]
+        reply = await await_oldest(self._prefetched)
         full = len(reply) >= self.pop_batch_size  # a reply entry is one popped key or op
         self.pop_finished(started, full)
         if full and self.prefetch:
             while len(self._prefetched) < self.prefetch:
-                task = asyncio.ensure_future(self._pop_batch())
-                task.add_done_callback(_retrieved)  # a consumer dropped unsettled logs nothing
-                self._prefetched.append((self.pop_started(), task))
-            await asyncio.sleep(0)  # the tasks' first steps write the pops: before the parse, not after
+                self._send_pop()
+            try:
+                await asyncio.sleep(0)  # the tasks' first steps write the pops: before the parse, not after
+            except asyncio.CancelledError:
+                self._prefetched.appendleft((started, _done(reply)))  # first again, for the next call
+                raise
         return self.parse(reply)
 
+    def _send_pop(self) -> None:
+        """Send a pop, queued behind any out: pops() and settle() take them in order."""
+        task = asyncio.ensure_future(self._pop_batch())
+        task.add_done_callback(_retrieved)  # a consumer dropped unsettled logs nothing
+        self._prefetched.append((self.pop_started(), task))
+
     async def settle(self) -> list[KeyOpFieldsValues]:
-        """The changes the prefetched pops took out of Redis, in order, or [] when none is out:
-        call it before dropping a prefetching consumer, or they are lost. Cancelling the caller
+        """The changes the pops still out (sent ahead, or left by a cancelled pops()) took out of
+        Redis, in order, or [] when none is out: call it before dropping a consumer that
+        prefetches or whose pops() was cancelled, or they are lost. Cancelling the caller
         leaves the pops running and their results for the next call. A failed pop is raised once,
         by the call that reaches it first (the changes popped before it are returned first)."""
         if self._prefetched:
@@ -148,7 +159,14 @@ async def await_oldest(prefetched: Prefetched) -> list[Any]:
             prefetched.popleft()
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
+def _done(reply: list[Any]) -> asyncio.Future[list[Any]]:
+    """A pop's reply as a finished future, to queue it again."""
+    future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+    future.set_result(reply)
+    return future
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
     """Mark a prefetched pop's failure as seen; it is still raised to the caller that takes it."""
     if not task.cancelled():
         task.exception()

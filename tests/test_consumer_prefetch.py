@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import redis
 from redis.exceptions import ResponseError
 
 from late_reply import settle_cancelled_while_a_reply_is_late
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Select
+from swssd.embedded_redis import EmbeddedRedis
 
 FV = [("f0", "v0"), ("f1", "v1")]
 
@@ -169,3 +171,52 @@ async def test_select_serves_a_prefetching_table_until_drained(db: DBConnector) 
             keys += [t.key for t in await table.pops()]
         assert sorted(keys) == sorted(f"k{i}" for i in range(100))
     assert not consumer.ready
+
+
+# -- a pops() cancelled with its batch popped in Redis ------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["state", "queue"])
+async def test_a_pops_cancelled_while_its_pop_is_out_leaves_the_batch_to_the_next(
+    db: DBConnector, clean_redis: EmbeddedRedis, kind: str
+) -> None:
+    """Without prefetch too: the pop runs in Redis after the caller gave up (a time-out around
+    pops()), and its batch is the next pops()' instead of lost."""
+    keys = [f"k{i}" for i in range(6)]
+    if kind == "state":
+        await ProducerStateTable(db, "T").set_many([(k, FV) for k in keys])
+        consumer: ConsumerStateTable | ConsumerTable = ConsumerStateTable(db, "T", pop_batch_size=4)
+    else:
+        await _fill_queue(db, keys)
+        consumer = ConsumerTable(db, "Q", pop_batch_size=4)
+    admin = redis.Redis(port=clean_redis.port)
+    admin.execute_command("CLIENT", "PAUSE", "20000", "WRITE")  # Redis holds the pop
+    try:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await consumer.pops()
+    finally:
+        admin.execute_command("CLIENT", "UNPAUSE")
+        admin.close()
+    assert consumer.ready
+    got = [t.key for t in await consumer.pops()]
+    assert len(got) == 4  # the batch the cancelled call popped
+    got += [t.key for t in await consumer.pops()]
+    assert sorted(got) == keys
+    assert await consumer.pops() == [] and await consumer.settle() == []
+
+
+async def test_a_pops_cancelled_after_sending_the_pops_ahead_keeps_its_batch(db: DBConnector) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(9)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=3, prefetch=True)
+    got = [t.key for t in await consumer.pops()]
+    await asyncio.wait([task for _, task in consumer._prefetched])  # k3-k5 popped, the reply in
+    waiter = asyncio.ensure_future(consumer.pops())
+    await asyncio.sleep(0)  # it took k3-k5, sent the next pop ahead and yields before the parse
+    assert len(consumer._prefetched) == 1 and not waiter.done()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    while batch := await consumer.pops():
+        got += [t.key for t in batch]
+    assert got == [f"k{i}" for i in range(9)]
