@@ -100,7 +100,7 @@ class ConsumerTableBase(Selectable, TableBase):
         if not self._prefetched:
             self._send_pop()
         started = self._prefetched[0][0]
-        reply = await await_oldest(self._prefetched)
+        reply = await await_oldest(self._prefetched)  # taken: a concurrent pops() gets the next
         full = len(reply) >= self.pop_batch_size  # a reply entry is one popped key or op
         self.pop_finished(started, full)
         if full and self.prefetch:
@@ -149,14 +149,16 @@ class ConsumerTableBase(Selectable, TableBase):
 
 
 async def await_oldest(prefetched: Prefetched) -> list[Any]:
-    """The reply of the oldest pop sent ahead; shielded, so a cancelled caller leaves it for the
-    next call. Once done it leaves the queue, taken or failed: a failure is raised once."""
-    task = prefetched[0][1]
+    """The reply of the oldest pop out, taken from the queue before the wait, so that two callers
+    never get the same one. Shielded: a cancelled caller puts it back, first, for the next call,
+    while the pop runs on. A failed pop is raised once."""
+    entry = prefetched.popleft()
     try:
-        return await asyncio.shield(task)
-    finally:
-        if task.done() and prefetched and prefetched[0][1] is task:
-            prefetched.popleft()
+        return await asyncio.shield(entry[1])
+    except asyncio.CancelledError:
+        if not entry[1].cancelled():  # the caller's cancellation, not the pop's
+            prefetched.appendleft(entry)
+        raise
 
 
 def _done(reply: list[Any]) -> asyncio.Future[list[Any]]:

@@ -220,3 +220,14 @@ async def test_a_pops_cancelled_after_sending_the_pops_ahead_keeps_its_batch(db:
     while batch := await consumer.pops():
         got += [t.key for t in batch]
     assert got == [f"k{i}" for i in range(9)]
+
+
+@pytest.mark.parametrize("prefetch", [0, 1, 2])
+async def test_concurrent_pops_never_return_one_batch_twice(db: DBConnector, prefetch: int) -> None:
+    await _fill_queue(db, [f"k{i}" for i in range(40)])
+    consumer = ConsumerTable(db, "Q", pop_batch_size=4, prefetch=prefetch)
+    got: list[str] = []
+    while batches := [b for b in await asyncio.gather(*(consumer.pops() for _ in range(3))) if b]:
+        got += [t.key for b in batches for t in b]
+    got += [t.key for t in await consumer.settle()]
+    assert sorted(got) == sorted(f"k{i}" for i in range(40))  # each once
