@@ -13,7 +13,7 @@ from .fields import KeyOpFieldsValues
 from .selectable import Selectable, Subscription
 from .table import TableBase
 
-#: Pops out, oldest first (sent ahead, waited for by pops(), or left by a cancelled one), each
+#: Pops out and not taken yet, oldest first (sent ahead, or left by a cancelled pops()), each
 #: with what pop_started() said when it was sent.
 Prefetched = deque[tuple[int, "asyncio.Future[list[Any]]"]]
 
@@ -168,7 +168,7 @@ def _done(reply: list[Any]) -> asyncio.Future[list[Any]]:
     return future
 
 
-def _retrieved(task: asyncio.Future[Any]) -> None:
+def _retrieved(task: asyncio.Task[Any]) -> None:
     """Mark a prefetched pop's failure as seen; it is still raised to the caller that takes it."""
     if not task.cancelled():
         task.exception()
