@@ -13,7 +13,9 @@ redisapi.h loads them), and once with swssd on uvloop in this process. Both conn
   single set     ProducerStateTable.set, one call (one round trip) a key, on --keys-slow keys;
                  swssd also from 16 coroutines at once on one connector (calls made while others
                  are in flight written together), and with send_ahead=2 (sets overlap: no
-                 longer one round trip a key), against the same C++ single-set figure
+                 longer one round trip a key), against the same C++ single-set figure; and the
+                 same EVALSHA from a bare asyncio protocol (no swssd: pack, write, a future),
+                 the floor of any asyncio client on this loop and machine
   batched set    C++ set(vector<KeyOpFieldsValuesTuple>) / swssd set_many, 128 keys a call;
                  swssd also with send_ahead=1 and 2 (a call returns once sent while 1 or 2
                  before it wait for their answers; timed up to the last answer, at flush())
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import functools
 import gc
 import inspect
@@ -52,14 +55,17 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
+import hiredis
 import redis
 import uvloop
 
 import swssd
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable
 from swssd.embedded_redis import EmbeddedRedis
+from swssd.lua import PST_SET
 
 HERE = Path(__file__).resolve().parent
 TABLE = "BENCH_TABLE"
@@ -71,6 +77,8 @@ LUA_DIR = Path("/usr/share/swss")
 LUA_NEEDED = ("consumer_state_table_pops.lua", "consumer_table_pops.lua", "producer_state_table_apply_view.lua")
 
 Entry = tuple[str, list[tuple[str, str]]]
+#: the single set's floor variant (bare_asyncio_set)
+FLOOR = "bare asyncio client (not swssd: the floor)"
 
 
 def make_entries(n: int) -> list[Entry]:
@@ -148,6 +156,59 @@ async def pst_set(db: DBConnector, entries: list[Entry], fast: bool = False, sen
     for key, fvs in entries:
         await pst.set(key, fvs)
     await pst.flush()  # with send_ahead: the last answers are in the time
+
+
+class _BareClient(asyncio.Protocol):
+    """The least an asyncio client does for one call: pack, write, a future that data_received
+    resolves from the hiredis reader. No swssd layer, no error handling, no reconnection."""
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader()
+        self.waiting: collections.deque[asyncio.Future[object]] = collections.deque()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            self.waiting.popleft().set_result(reply)
+
+    async def call(self, *args: str) -> object:
+        assert self.transport is not None
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        self.transport.write(hiredis.pack_command(args))
+        reply = await future
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+async def bare_asyncio_set(db: DBConnector, entries: list[Entry]) -> None:
+    """The single set's EVALSHA (the C++ script, the same keys and arguments as
+    ProducerStateTable.set) from _BareClient: what any asyncio client on this loop costs a call,
+    the floor under swssd's single set. Its connection is opened in the timed part (a
+    millisecond of the run)."""
+    pst = ProducerStateTable(db, TABLE)
+    await db.load_scripts((PST_SET,))
+    spec = db.connection_spec
+    loop = asyncio.get_running_loop()
+    if spec.path:
+        transport, client = await loop.create_unix_connection(_BareClient, spec.path)
+    else:
+        transport, client = await loop.create_connection(_BareClient, spec.host, spec.port)
+    try:
+        head = ("EVALSHA", PST_SET.sha)
+        for key, fvs in entries:
+            state_hash = pst.state_prefix + pst.key_name(key)
+            await client.call(
+                *head, str(2 + len(fvs)), pst.channel, pst.key_set, *([state_hash] * len(fvs)),
+                "G", key, *chain.from_iterable(fvs),
+            )
+    finally:
+        transport.close()
 
 
 async def pst_set_concurrent(db: DBConnector, entries: list[Entry], coroutines: int = 16) -> None:
@@ -255,7 +316,8 @@ class Case:
 def make_cases(keys: int, slow: int) -> list[Case]:
     cases = [
         Case("ProducerStateTable single set (1 call a key)", "pst_set", slow,
-             [("swssd", pst_set), ("swssd, 16 coroutines at once", pst_set_concurrent)]),
+             [("swssd", pst_set), ("swssd, 16 coroutines at once", pst_set_concurrent),
+              (FLOOR, bare_asyncio_set)]),
         Case(f"ProducerStateTable batched set ({BATCH} a call)", "pst_batched", keys, [("swssd", pst_set_many)]),
         Case(f"ProducerStateTable buffered set (flush every {BATCH})", "pst_buffered", keys, [("swssd", pst_buffered)]),
         Case(
@@ -499,6 +561,14 @@ async def main(args: argparse.Namespace) -> None:
                     f"{f'{min(per_round):.2f}-{max(per_round):.2f}':>11} "
                     f"{f'{100 * cpp_busy:.0f}%' if first else '':>11} "
                     f"{f'{100 * statistics.median(case.busy[label]):.0f}%':>6}"
+                )
+        for case in cases:
+            if FLOOR in case.rates:
+                floor, own = case.rates[FLOOR], case.rates[case.variants[0][0]]
+                per_round = [s / f for s, f in zip(own, floor)]
+                print(
+                    f"{case.name}: swssd / {FLOOR} {statistics.median(own) / statistics.median(floor):.2f} "
+                    f"(per round {min(per_round):.2f}-{max(per_round):.2f})"
                 )
         print(
             f"1-min load average during the run: {min(bench.loads):.2f}-{max(bench.loads):.2f} "
