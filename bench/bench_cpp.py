@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_cpp.py --swss-common DIR [--keys 100000] [--keys-slow 20000]
                                         [--repeat 3] [--unix] [--only NAME ...] [-v]
 
-For each case the same work runs twice on one private redis-server (swssd.embedded_redis, no
+For each case the same work runs twice on one private redis-server (swssd.redis.embedded_redis, no
 persistence): once in bench/cpp/tables_bench.cpp, built here against the sonic-swss-common tree
 given by --swss-common or $SWSS_COMMON_DIR (its .lua scripts must be in /usr/share/swss/, where
 redisapi.h loads them), and once with swssd on uvloop in this process. Both connect the same way
@@ -64,8 +64,8 @@ import uvloop
 
 import swssd
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import PST_SET
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 HERE = Path(__file__).resolve().parent
 TABLE = "BENCH_TABLE"

@@ -13,7 +13,7 @@
    field; the no-op Orch takes the difference when the task reaches it (p50/p99), and the raw
    consumer the same when pops returns it.
 3. RSS of a `swssd run` process consuming 100 tables, when ready and after 20,000 changes.
-Everything runs on uvloop against a private redis-server (swssd.embedded_redis); consumers (raw
+Everything runs on uvloop against a private redis-server (swssd.redis.embedded_redis); consumers (raw
 and daemon) reach it over its unix socket, writers over TCP.
 """
 
@@ -34,10 +34,10 @@ from typing import ClassVar
 import uvloop
 
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Select
-from swssd import logs as swssd_logging
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.ops import logs as swssd_logging
 from swssd.orch.config import config_from_dict
 from swssd.orch.daemon import Daemon
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FIELDS = [("admin_status", "up"), ("mtu", "9100"), ("speed", "100000"), ("alias", "etp1")]
 

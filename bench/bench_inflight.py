@@ -36,10 +36,10 @@ import bench_tables
 from bench_tables import BATCH, TABLE, Bench, Case, Entry, pst_set_many, pt_buffered
 
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import CST_POPS_RELIABLE, CST_POPS_TRACKED, CT_POPS, CT_POPS_RELIABLE
 from swssd.orch.pending import PendingMap
 from swssd.orch.reliable_pop import DEAD_CAP, EXCERPT, ReliablePop, dead_key, inflight_key
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 # The record's own commands count as the client's: the clearing task sends them.
 bench_tables.TOP_LEVEL |= {"hdel", "hget", "hmget"}

@@ -1,4 +1,4 @@
-"""Packing a command into RESP: swssd.wire.pack_command against hiredis.pack_command (issue 12).
+"""Packing a command into RESP: swssd.redis.wire.pack_command against hiredis.pack_command (issue 12).
 
     .venv/bin/python bench/bench_pack.py [--blocks 40]
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import hiredis
 
-from swssd.wire import pack_command
+from swssd.redis.wire import pack_command
 
 SHA = "a" * 40
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_pop_scripts.py [--keys 100000] [--repeat 3] [--only state|queue]
 
 For each round and each script (the order rotating from round to round), a private redis-server
-(swssd.embedded_redis, no persistence) is filled with --keys keys of 4 fields: for a state pop a
+(swssd.redis.embedded_redis, no persistence) is filled with --keys keys of 4 fields: for a state pop a
 key set with a state hash per key, as batched sets leave them; for a queue pop an op queue of SET
 operations, as ProducerTable leaves it. The script then pops it 128 keys a call until it is empty,
 and INFO commandstats (after CONFIG RESETSTAT) says how long Redis spent in EVALSHA. Printed: the
@@ -22,7 +22,6 @@ from collections.abc import Callable
 
 import redis
 
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import (
     CST_POPS,
     CST_POPS_FAST,
@@ -33,6 +32,7 @@ from swssd.lua import (
     CT_POPS_RELIABLE,
     Script,
 )
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 TABLE = "BENCH_TABLE"
 BATCH = 128

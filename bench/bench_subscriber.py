@@ -35,7 +35,7 @@ import redis
 import uvloop
 
 from swssd import DBConnector, Select, SubscriberStateTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 HERE = Path(__file__).resolve().parent
 TABLE = "BENCH_PORT"

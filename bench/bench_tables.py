@@ -26,7 +26,7 @@ import redis
 import uvloop
 
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 TABLE = "BENCH_TABLE"
 BATCH = 128

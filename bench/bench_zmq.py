@@ -69,7 +69,7 @@ def started(freeze: bool) -> None:
 
 async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
     from swssd import DBConnector, ProducerStateTable
-    from swssd.zmq import ZmqClient, ZmqProducerStateTable
+    from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
 
     db = await DBConnector.from_url(url, db_id=0, separator=":", name="APPL_DB")
     routes = [(route_key(i), list(FIELDS)) for i in range(count)]
@@ -102,7 +102,7 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: 
 
 async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
     from swssd import ConsumerStateTable, DBConnector, Select
-    from swssd.zmq import ZmqConsumerStateTable, ZmqServer
+    from swssd.channels.zmq import ZmqConsumerStateTable, ZmqServer
 
     db = await DBConnector.from_url(url, db_id=0, separator=":", name="APPL_DB")
     sel = Select()
@@ -260,7 +260,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT))
-    from swssd.embedded_redis import EmbeddedRedis
+    from swssd.redis.embedded_redis import EmbeddedRedis
 
     swss_common = swss_common_dir(args.swss_common)
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis() as server:

@@ -6,13 +6,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .configdb import ConfigDBConnector
-    from .configdb_listener import ConfigEvent, ConfigEvents
-    from .connector import DBConnector
-    from .consumer_base import ConsumerTableBase
-    from .consumer_state_table import ConsumerStateTable
-    from .consumer_table import ConsumerTable
-    from .dbconfig import SonicDBConfig, SonicDBGlobalConfig
+    from .channels.configdb import ConfigDBConnector
+    from .channels.configdb_listener import ConfigEvent, ConfigEvents
+    from .channels.consumer_base import ConsumerTableBase
+    from .channels.consumer_state_table import ConsumerStateTable
+    from .channels.consumer_table import ConsumerTable
+    from .channels.notification_consumer import Notification, NotificationConsumer
+    from .channels.notification_producer import NotificationProducer
+    from .channels.producer_state_table import ProducerStateTable
+    from .channels.producer_table import ProducerTable
+    from .channels.selectable import Selectable, Subscription
+    from .channels.selector import Select
+    from .channels.subscriber_state_table import SubscriberStateTable
+    from .channels.table import Table
+    from .channels.zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
     from .errors import (
         ConfigError,
         InvalidSeparatorError,
@@ -25,45 +32,38 @@ if TYPE_CHECKING:
         UnknownNamespaceError,
     )
     from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
-    from .notification_consumer import Notification, NotificationConsumer
-    from .notification_producer import NotificationProducer
     from .orch import Orch, Retry
-    from .producer_state_table import ProducerStateTable
-    from .producer_table import ProducerTable
+    from .redis.connector import DBConnector
+    from .redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
     from .runner import run
-    from .selectable import Selectable, Subscription
-    from .selector import Select
-    from .subscriber_state_table import SubscriberStateTable
-    from .table import Table
-    from .zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
 
 # The public names are imported on first use (PEP 562): a program that uses one table kind, a
 # tool, or the replay (which needs none of them) does not import the whole library, redis-py and
 # pydantic at start (`import swssd` took 0.2-0.36 s). Each module and the names it gives:
 _MODULES = {
-    ".configdb": ("ConfigDBConnector",),
-    ".configdb_listener": ("ConfigEvent", "ConfigEvents"),
-    ".connector": ("DBConnector",),
-    ".consumer_base": ("ConsumerTableBase",),
-    ".consumer_state_table": ("ConsumerStateTable",),
-    ".consumer_table": ("ConsumerTable",),
-    ".dbconfig": ("SonicDBConfig", "SonicDBGlobalConfig"),
+    ".channels.configdb": ("ConfigDBConnector",),
+    ".channels.configdb_listener": ("ConfigEvent", "ConfigEvents"),
+    ".redis.connector": ("DBConnector",),
+    ".channels.consumer_base": ("ConsumerTableBase",),
+    ".channels.consumer_state_table": ("ConsumerStateTable",),
+    ".channels.consumer_table": ("ConsumerTable",),
+    ".redis.dbconfig": ("SonicDBConfig", "SonicDBGlobalConfig"),
     ".errors": (
         "ConfigError", "InvalidSeparatorError", "RedisAuthError", "RedisUnreachableError", "RedisUrlError",
         "SwssdError", "TempViewError", "UnknownDatabaseError", "UnknownNamespaceError",
     ),
     ".fields": ("DEL_COMMAND", "SET_COMMAND", "FieldValues", "KeyOpFieldsValues"),
-    ".notification_consumer": ("Notification", "NotificationConsumer"),
-    ".notification_producer": ("NotificationProducer",),
+    ".channels.notification_consumer": ("Notification", "NotificationConsumer"),
+    ".channels.notification_producer": ("NotificationProducer",),
     ".orch": ("Orch", "Retry"),
-    ".producer_state_table": ("ProducerStateTable",),
-    ".producer_table": ("ProducerTable",),
+    ".channels.producer_state_table": ("ProducerStateTable",),
+    ".channels.producer_table": ("ProducerTable",),
     ".runner": ("run",),
-    ".selectable": ("Selectable", "Subscription"),
-    ".selector": ("Select",),
-    ".subscriber_state_table": ("SubscriberStateTable",),
-    ".table": ("Table",),
-    ".zmq": ("ZmqClient", "ZmqConsumerStateTable", "ZmqProducerStateTable", "ZmqServer"),
+    ".channels.selectable": ("Selectable", "Subscription"),
+    ".channels.selector": ("Select",),
+    ".channels.subscriber_state_table": ("SubscriberStateTable",),
+    ".channels.table": ("Table",),
+    ".channels.zmq": ("ZmqClient", "ZmqConsumerStateTable", "ZmqProducerStateTable", "ZmqServer"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 

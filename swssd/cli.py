@@ -17,8 +17,6 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import __version__
-from . import logs as swssd_logging
-from .embedded_redis import EmbeddedRedis
 from .errors import (
     ConfigError,
     InvalidSeparatorError,
@@ -28,9 +26,11 @@ from .errors import (
     UnknownDatabaseError,
     UnknownNamespaceError,
 )
-from .files import reason
+from .ops import logs as swssd_logging
+from .ops.files import reason
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError, use_config_dir
+from .redis.embedded_redis import EmbeddedRedis
 from .tools import check, db, dump, produce, status, watch
 from .tools.connect import ConnectionOptionsError, namespaced
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from swssd.consumer_base import Prefetched
+from swssd.channels.consumer_base import Prefetched
 
 T = TypeVar("T")
 

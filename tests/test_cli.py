@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from daemon_harness import wait_until
-from swssd.dbconfig import DEFAULT_PATH
 from swssd.orch.config import DEFAULT_CONFIG
+from swssd.redis.dbconfig import DEFAULT_PATH
 
 CLI = [sys.executable, "-m", "swssd.cli"]
 

@@ -14,7 +14,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, write_config
 from swssd.cli import build_parser
-from swssd.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 from swssd.tools.status import normalize_url
 
 CLI = [sys.executable, "-m", "swssd.cli"]

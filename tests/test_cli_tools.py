@@ -19,9 +19,9 @@ import redis
 from daemon_harness import wait_until
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector
 from swssd.cli import build_parser
-from swssd.dbconfig import DEFAULT_PATH
-from swssd.embedded_redis import EmbeddedRedis, free_port
 from swssd.orch.config import DEFAULT_CONFIG
+from swssd.redis.dbconfig import DEFAULT_PATH
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 CLI = [sys.executable, "-m", "swssd.cli"]
 COMMANDS = ("run", "demo", "produce", "dump", "status", "replay")

@@ -24,15 +24,9 @@ from hypothesis import strategies as st
 from redis.asyncio.connection import AbstractConnection
 
 from swssd import DBConnector
-from swssd.configdb import (
-    SCAN_COUNT,
-    ConfigDBConnector,
-    deserialize_key,
-    raw_to_typed,
-    serialize_key,
-    typed_to_raw,
-)
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.channels.config_entries import deserialize_key, raw_to_typed, serialize_key, typed_to_raw
+from swssd.channels.configdb import SCAN_COUNT, ConfigDBConnector
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 PORTS = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from swssd.configdb import ConfigDBConnector
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.channels.configdb import ConfigDBConnector
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 Call = tuple[str, tuple[Any, ...]]
 

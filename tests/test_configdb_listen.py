@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from swssd.configdb import ConfigDBConnector
-from swssd.configdb_listener import ConfigEvent, ConfigEvents, _ListenedTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.channels.configdb import ConfigDBConnector
+from swssd.channels.configdb_listener import ConfigEvent, ConfigEvents, _ListenedTable
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 WAIT = 10.0
 

@@ -16,8 +16,8 @@ from swssd import (
     Table,
     UnknownDatabaseError,
 )
-from swssd.dbconfig import ENV_VAR
-from swssd.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.dbconfig import ENV_VAR
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 
 def tcp_only_config(tmp_path: Path, port: int) -> Path:

@@ -1,4 +1,4 @@
-"""DBConnector's one connection (swssd.transport): calls made while others are in flight are
+"""DBConnector's one connection (swssd.redis.transport): calls made while others are in flight are
 written together, in the order they came; a caller that gives up does not shift the replies of
 the others; failures reach every call out on the connection and the next calls reconnect."""
 
@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 
 async def test_concurrent_sets_share_round_trips_and_keep_each_callers_order(

@@ -11,7 +11,7 @@ from redis.exceptions import ResponseError
 
 from late_reply import settle_cancelled_while_a_reply_is_late
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Select
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FV = [("f0", "v0"), ("f1", "v1")]
 

@@ -11,10 +11,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Retry
-from swssd.embedded_redis import EmbeddedRedis, free_port
 from swssd.orch.config import config_from_dict
 from swssd.orch.daemon import Daemon
 from swssd.orch.reliable_pop import PREFETCH_DEPTH
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 MODULE = __name__
 

@@ -14,7 +14,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 TARGET_TEXT = "a file the daemon must never write to\n"
 

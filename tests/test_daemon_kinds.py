@@ -15,9 +15,9 @@ from structlog.testing import capture_logs
 
 from daemon_harness import DaemonProcess, read_records, write_config
 from swssd import DBConnector, KeyOpFieldsValues, Orch
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.errors import ConfigError
 from swssd.orch.config import config_from_dict
+from swssd.redis.embedded_redis import EmbeddedRedis
 from test_daemon_core import GatedOrch, eventually, make_config, start_daemon  # noqa: F401 - fixture
 
 MODULE = __name__
@@ -125,7 +125,7 @@ async def test_notification_channel_reaches_the_orch_in_order_unmerged(
 ) -> None:
     """Notifications wait while the handler is held, then run in arrival order, none merged,
     whatever their data (the pending map's key)."""
-    from swssd.notification_producer import NotificationProducer
+    from swssd.channels.notification_producer import NotificationProducer
 
     config = make_config(db_config, [
         {"plugin": f"{MODULE}:GatedOrch", "tables": [{"db": "APPL_DB", "table": "NTF_CH", "kind": "notification"}]}

@@ -22,7 +22,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, fold, read_records, to_toml, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 
 def free_port() -> int:

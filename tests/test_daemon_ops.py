@@ -12,7 +12,7 @@ from pathlib import Path
 
 from daemon_harness import TESTS_DIR, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
-from swssd.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 
 def recording(record: Path, tables: list[str]) -> dict:

@@ -19,7 +19,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, State, check_values_advance, fold, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FIELDS = [f"f{i}" for i in range(6)]
 

@@ -13,10 +13,10 @@ from structlog.testing import capture_logs
 
 from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, ProducerTable, Retry
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.errors import ConfigError
 from swssd.orch.daemon import Daemon
 from swssd.orch.reliable_pop import dead_key, inflight_key
+from swssd.redis.embedded_redis import EmbeddedRedis
 from test_daemon_core import db_config, eventually, make_config, start_daemon, table  # noqa: F401 - fixtures
 
 MODULE = __name__

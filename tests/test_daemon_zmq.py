@@ -18,12 +18,12 @@ import pytest
 from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from swssd import DBConnector, Table
 from swssd.capture.format import KINDS
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
+from swssd.channels.zmq.serializer import serialize
 from swssd.errors import ConfigError
 from swssd.fields import KeyOpFieldsValues
 from swssd.orch.config import config_from_dict
-from swssd.zmq import ZmqClient, ZmqProducerStateTable
-from swssd.zmq.serializer import serialize
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 KEYS = [f"10.{i}.0.0/16" for i in range(40)] + ["fe80::1:x|y", "é"]
 

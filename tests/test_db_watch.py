@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from swssd import ConsumerStateTable, DBConnector, ProducerStateTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 CLI = [sys.executable, "-m", "swssd.cli"]
 

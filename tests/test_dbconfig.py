@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from swssd import ConfigError, SonicDBConfig, UnknownDatabaseError
-from swssd.dbconfig import DEFAULT_PATH, ENV_VAR
+from swssd.redis.dbconfig import DEFAULT_PATH, ENV_VAR
 
 
 def sonic_config(**db_overrides: Any) -> dict[str, Any]:

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from daemon_harness import wait_until
-from swssd.embedded_redis import DIR_PREFIX, OWNER_FILE, clean_stale_dirs
+from swssd.redis.embedded_redis import DIR_PREFIX, OWNER_FILE, clean_stale_dirs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux")
 
 # Starts a private redis-server (in a thread when argv[1] == "thread"), prints its dir and pid, sleeps.
 OWNER_SCRIPT = textwrap.dedent("""
     import sys, threading, time
-    from swssd.embedded_redis import EmbeddedRedis
+    from swssd.redis.embedded_redis import EmbeddedRedis
     servers = []
     def start():
         servers.append(EmbeddedRedis().start())
@@ -170,7 +170,8 @@ def test_a_live_runs_dir_is_never_removed_by_another_process(base: Path) -> None
     owner, path, redis_pid, port = start_owner(base, "main")
     try:
         other = subprocess.run(
-            [sys.executable, "-c", "from swssd.embedded_redis import clean_stale_dirs; print(clean_stale_dirs())"],
+            [sys.executable, "-c",
+             "from swssd.redis.embedded_redis import clean_stale_dirs; print(clean_stale_dirs())"],
             capture_output=True, text=True, timeout=60, env=env_with_tmpdir(base), check=True,
         )
         assert other.stdout.strip() == "[]"

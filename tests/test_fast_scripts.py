@@ -24,10 +24,10 @@ from swssd import (
     ProducerStateTable,
     ProducerTable,
 )
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.fields import DEL_COMMAND
 from swssd.orch.pending import PendingMap
 from swssd.orch.reliable_pop import ReliablePop
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 TABLE = "FAST_T"
 KEYS = ["Ethernet0", "Ethernet4", "10.0.0.0/8", "a:b|c", "é", ""]

@@ -27,7 +27,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, write_config
 from swssd import DBConnector, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 CHANGES = int(os.environ.get("SWSSD_FAULT_CHANGES", "20000"))
 #: seconds the stream is spread over, so the faults (within the first ~6 s) hit it mid-stream

@@ -14,10 +14,10 @@ import structlog
 from structlog.testing import capture_logs
 
 from swssd import KeyOpFieldsValues as K
-from swssd import logs as swssd_logging
 from swssd.capture import CaptureWriter
 from swssd.capture.rotating import RotatingFile
-from swssd.files import UnsafeFileError, open_append
+from swssd.ops import logs as swssd_logging
+from swssd.ops.files import UnsafeFileError, open_append
 
 TARGET_TEXT = "a file the daemon must never write to\n"
 

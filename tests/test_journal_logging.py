@@ -15,7 +15,7 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import logging, sys
     import structlog
-    from swssd import logs as swssd_logging
+    from swssd.ops import logs as swssd_logging
 
     swssd_logging.configure(sys.argv[1], "debug")
     log = structlog.get_logger("t")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from swssd.embedded_redis import EmbeddedRedis
-from swssd.logsafe import MAX_CHARS, MAX_EVENT_CHARS, MAX_ITEMS, escape_controls, truncated, truncated_traceback
+from swssd.ops.logsafe import MAX_CHARS, MAX_EVENT_CHARS, MAX_ITEMS, escape_controls, truncated, truncated_traceback
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 #: Every line the console format starts: an ISO timestamp.
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z \[")
@@ -26,7 +26,7 @@ EVIL = "a\n2026-01-01T00:00:00.000000Z [info     ] forged\r\x1b[2J\x1b]0;title\x
 SCRIPT = textwrap.dedent("""
     import logging, sys
     import structlog
-    from swssd import logs as swssd_logging
+    from swssd.ops import logs as swssd_logging
 
     evil = sys.argv[2]
     swssd_logging.configure(sys.argv[1], "info")
@@ -92,7 +92,7 @@ def test_helpers() -> None:
 
 EXAMPLES = textwrap.dedent("""
     import asyncio, sys
-    from swssd import logs as swssd_logging
+    from swssd.ops import logs as swssd_logging
     from swssd import DBConnector, KeyOpFieldsValues
     from swssd.orch.examples.port_mirror import PortMirrorOrch
     from swssd.orch.examples.route import RouteOrch

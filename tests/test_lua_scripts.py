@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Table, lua
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 # The SHA1s of issue 2 / the seed traces.
 SEED_SHAS = {

@@ -1,4 +1,4 @@
-"""The metrics endpoint (swssd/metrics_server.py): strict routes, bounded connections, a head
+"""The metrics endpoint (swssd/ops/metrics_server.py): strict routes, bounded connections, a head
 timeout, rendering off the loop; and, black-box, `swssd run` with 3,000 idle connections on its
 metrics port, metrics while Redis is not up yet, and a metrics port in use."""
 
@@ -23,8 +23,8 @@ import pytest
 
 from daemon_harness import DaemonProcess, to_toml, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
-from swssd.embedded_redis import EmbeddedRedis, free_port
-from swssd.metrics_server import HEAD_LIMIT, MAX_CONNECTIONS, MetricsServer, is_loopback
+from swssd.ops.metrics_server import HEAD_LIMIT, MAX_CONNECTIONS, MetricsServer, is_loopback
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 # -- the server in-process ------------------------------------------------------------------
 

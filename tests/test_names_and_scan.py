@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from swssd import ConfigError, DBConnector, Table
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.names import table_name_problem
 from swssd.orch.config import load_config
-from swssd.scan import read_table
+from swssd.redis.embedded_redis import EmbeddedRedis
+from swssd.redis.scan import read_table
 
 BAD_NAMES = ["PORT*", "R?UTE_TABLE", "PORT[12]", "back\\slash", "A:B", "A|B", "two words", "tab\tbed",
              "new\nline", "esc\x1b[2J", "del\x7f", "nel\x85", "", "bidi\u202e"]

@@ -26,8 +26,8 @@ from swssd import (
     UnknownDatabaseError,
     UnknownNamespaceError,
 )
-from swssd.dbconfig import ENV_VAR, GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
-from swssd.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.dbconfig import ENV_VAR, GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR, SonicDBKey
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 DATABASES = {
     "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),

@@ -12,14 +12,14 @@ import pytest
 from structlog.testing import capture_logs
 
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Select
-from swssd.embedded_redis import EmbeddedRedis
-from swssd.notification_consumer import (
+from swssd.channels.notification_consumer import (
     DEFAULT_NC_POP_BATCH_SIZE,
     NotificationConsumer,
     parse_notification,
     peek_op,
 )
-from swssd.notification_producer import NotificationProducer, encode_notification
+from swssd.channels.notification_producer import NotificationProducer, encode_notification
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 WAIT = 10.0
 

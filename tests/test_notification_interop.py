@@ -21,9 +21,9 @@ import redis.asyncio as aioredis
 
 from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select
-from swssd.embedded_redis import EmbeddedRedis
-from swssd.notification_consumer import NotificationConsumer
-from swssd.notification_producer import NotificationProducer, encode_notification
+from swssd.channels.notification_consumer import NotificationConsumer
+from swssd.channels.notification_producer import NotificationProducer, encode_notification
+from swssd.redis.embedded_redis import EmbeddedRedis
 from test_notification import MALFORMED, TOLERATED
 
 CHANNEL = "NOTIFICATIONS"

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.orch.daemon import Daemon
 from swssd.orch.examples.demo import example_config
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 
 async def test_routes_wait_for_their_ports(clean_redis: EmbeddedRedis, db: DBConnector, tmp_path: Path) -> None:

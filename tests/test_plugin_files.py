@@ -16,9 +16,9 @@ import pytest
 
 from daemon_harness import DaemonProcess
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.orch.config import load_config
 from swssd.orch.plugins import PluginError, load_class, use_config_dir
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 CLI = [sys.executable, "-m", "swssd.cli"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.orch.plugins import PluginError, create, load_class
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 _names = itertools.count()
 

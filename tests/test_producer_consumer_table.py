@@ -6,7 +6,7 @@ import json
 
 from monitor import monitoring
 from swssd import ConsumerTable, DBConnector, KeyOpFieldsValues, ProducerTable, Table
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FV = [("f1", "v1"), ("f2", "v2")]
 

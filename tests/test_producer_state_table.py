@@ -6,8 +6,8 @@ import pytest
 
 from monitor import monitoring, script_runs
 from swssd import ConsumerStateTable, DBConnector, ProducerStateTable, Table, TempViewError
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FV = [("f1", "v1"), ("f2", "v2")]
 

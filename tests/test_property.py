@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swssd import ConsumerStateTable, DBConnector, ProducerStateTable, Table
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 NAME = "PROP_TABLE"
 DB_ID = 9

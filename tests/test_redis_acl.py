@@ -21,7 +21,7 @@ import redis
 
 from daemon_harness import DaemonProcess, read_records, to_toml, wait_until
 from swssd import DBConnector, NotificationProducer, ProducerStateTable, ProducerTable
-from swssd.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 PASSWORD = "acl-test-pw"

@@ -29,7 +29,7 @@ from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
 from swssd import DBConnector, NotificationProducer, ProducerStateTable, Table
 from swssd.capture import iso_ts
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 from swssd.replay.cli import main
 
 APPL_TABLES = ["E2E_PORT", "E2E_ROUTE"]
@@ -253,7 +253,7 @@ async def test_daemon_capture_of_a_zmq_table_replays_as_its_persisted_table(
     """A zmq table with db_persistence, consumed by `swssd run`: a ZMQ SET carries the fields the
     producer set and C++ persistence makes them the whole entry, so replay state equals the
     persisted Redis table (fields left out by a later SET are gone), not a merge of the SETs."""
-    from swssd.zmq import ZmqClient, ZmqProducerStateTable
+    from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
 
     capture = tmp_path / "capture"
     handled = tmp_path / "handled.jsonl"

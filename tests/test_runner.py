@@ -9,7 +9,7 @@ import uvloop
 
 import swssd
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 
 async def loop_kind() -> bool:

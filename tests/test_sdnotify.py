@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from swssd.sdnotify import SystemdNotifier
+from swssd.ops.sdnotify import SystemdNotifier
 
 
 @pytest.fixture

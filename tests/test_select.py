@@ -21,7 +21,7 @@ from swssd import (
     ProducerTable,
     Select,
 )
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 WAIT = 10.0  # generous: the machine is shared
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from swssd import DBConnector, KeyOpFieldsValues, Select
-from swssd.selectable import Selectable, Subscription
+from swssd.channels.selectable import Selectable, Subscription
 
 
 class Fed(Selectable):

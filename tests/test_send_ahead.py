@@ -18,8 +18,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from structlog.testing import capture_logs
 
 from swssd import DBConnector, ProducerStateTable
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import PST_BATCHED_SET
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 FV = [("f", "v")]
 

@@ -20,8 +20,8 @@ import pytest
 
 from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select, SubscriberStateTable, Table
-from swssd.configdb import ConfigDBConnector
-from swssd.embedded_redis import EmbeddedRedis
+from swssd.channels.configdb import ConfigDBConnector
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 TABLE = "INTEROP_PORT"
 WAIT = 30.0

@@ -21,7 +21,8 @@ from swssd import (
     SubscriberStateTable,
     Table,
 )
-from swssd.subscriber_state_table import glob_escape, keyspace_events_sufficient
+from swssd.channels.subscriber_state_table import keyspace_events_sufficient
+from swssd.redis.scan import glob_escape
 
 WAIT = 10.0
 

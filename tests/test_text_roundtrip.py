@@ -12,7 +12,7 @@ from swssd import (
     ProducerTable,
     Table,
 )
-from swssd.table import strip_special
+from swssd.channels.table import strip_special
 
 TEXTS = [
     "colon:inside",

@@ -1,4 +1,4 @@
-"""swssd.transport.RedisConnection against a real redis-server: requests in flight answered in
+"""swssd.redis.transport.RedisConnection against a real redis-server: requests in flight answered in
 order, error replies as redis-py's exceptions, the read time-out, a lost connection, pub/sub
 pushes, the handshake (password, database, client name), bytes that are not UTF-8."""
 
@@ -16,8 +16,8 @@ from redis.exceptions import AuthenticationError, NoPermissionError, NoScriptErr
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from swssd.embedded_redis import EmbeddedRedis, free_port
-from swssd.transport import ConnectionSpec, RedisConnection, reply_error
+from swssd.redis.embedded_redis import EmbeddedRedis, free_port
+from swssd.redis.transport import ConnectionSpec, RedisConnection, reply_error
 
 
 def tcp(server: EmbeddedRedis, **changes: Any) -> ConnectionSpec:

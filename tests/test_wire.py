@@ -1,4 +1,4 @@
-"""swssd.wire.pack_command: the same RESP bytes as hiredis for any command, by either packer."""
+"""swssd.redis.wire.pack_command: the same RESP bytes as hiredis for any command, by either packer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hiredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swssd.wire import JOIN_FROM_ARGS, _pack_joined, pack_command
+from swssd.redis.wire import JOIN_FROM_ARGS, _pack_joined, pack_command
 
 
 def hiredis_packed(args: tuple[object, ...]) -> bytes:

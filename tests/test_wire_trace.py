@@ -13,8 +13,8 @@ import pytest
 
 from monitor import MonitorLine, monitoring, parse_line, script_runs
 from swssd import ConsumerStateTable, ConsumerTable, DBConnector, ProducerStateTable, ProducerTable, Table
-from swssd.embedded_redis import EmbeddedRedis
 from swssd.lua import CST_POPS, CT_POPS, PST_APPLY_VIEW, PST_CLEAR, PST_SET, PT_ENQUEUE, TABLE_DUMP
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 T = "PSEUDOTABLE"

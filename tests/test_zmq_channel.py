@@ -14,8 +14,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, ProducerStateTable, Select, Table
-from swssd.embedded_redis import EmbeddedRedis
-from swssd.zmq import (
+from swssd.channels.zmq import (
     MessageTooLargeError,
     ZmqClient,
     ZmqConsumerStateTable,
@@ -24,7 +23,8 @@ from swssd.zmq import (
     serializer,
     sockets,
 )
-from swssd.zmq.serializer import MAX_MESSAGE_SIZE, header, read_one, serialize
+from swssd.channels.zmq.serializer import MAX_MESSAGE_SIZE, header, read_one, serialize
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 KFV = KeyOpFieldsValues
 TABLE = "ZMQ_ROUTE"

@@ -25,9 +25,9 @@ from zmq.utils.monitor import recv_monitor_message
 
 from cpp_build import build_driver
 from swssd import DBConnector, KeyOpFieldsValues, Select, Table
-from swssd.embedded_redis import EmbeddedRedis
-from swssd.zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
-from swssd.zmq.serializer import deserialize, serialize
+from swssd.channels.zmq import ZmqClient, ZmqConsumerStateTable, ZmqProducerStateTable, ZmqServer
+from swssd.channels.zmq.serializer import deserialize, serialize
+from swssd.redis.embedded_redis import EmbeddedRedis
 
 KFV = KeyOpFieldsValues
 CHANGES = 100_000

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swssd import KeyOpFieldsValues
-from swssd.zmq import serializer
-from swssd.zmq.serializer import (
+from swssd.channels.zmq import serializer
+from swssd.channels.zmq.serializer import (
     MAX_MESSAGE_SIZE,
     MalformedMessageError,
     MessageTooLargeError,

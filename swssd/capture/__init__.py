@@ -1,4 +1,7 @@
-"""Capture files: every task swssd consumes, as JSON Lines (lossless) and optionally as swss.rec."""
+"""Capture files: every task swssd consumes, as JSON Lines (lossless) and optionally as swss.rec.
+
+Layer rule: imports only the base modules and `swssd.ops`.
+"""
 
 from .format import KINDS, CapturedTask, CaptureKind, iso_ts, jsonl_line, rec_line, rec_started_line
 from .writer import REC_FILE_NAME, CaptureWriter

@@ -3,7 +3,7 @@
 Used only from the capture writer thread, so it needs no locking. Errors (a full disk, a removed
 directory) are raised to that thread, which counts them; the file recovers on the next write.
 Files are created 0600 in 0700 directories, and a symbolic link at the path is refused, also on
-reopen and after rotation (swssd/files.py).
+reopen and after rotation (swssd/ops/files.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ..files import open_append
+from ..ops.files import open_append
 
 
 class RotatingFile:

@@ -23,7 +23,7 @@ from queue import Empty, SimpleQueue
 import structlog
 
 from ..fields import KeyOpFieldsValues
-from ..files import reason
+from ..ops.files import reason
 from .format import KINDS, CapturedTask, CaptureKind, jsonl_line, rec_line, rec_started_line
 from .rotating import RotatingFile
 

@@ -19,11 +19,11 @@ from pydantic import (
     model_validator,
 )
 
-from .. import redis_url
-from ..credentials import CREDENTIAL_NAME, ambient_password, exposure, read_secret
-from ..dbconfig import DEFAULT_PATH, ENV_VAR
 from ..errors import ConfigError, RedisUrlError
 from ..names import shown, table_name_problem
+from ..redis import redis_url
+from ..redis.credentials import CREDENTIAL_NAME, ambient_password, exposure, read_secret
+from ..redis.dbconfig import DEFAULT_PATH, ENV_VAR
 
 #: Where a package installs the daemon's config.
 DEFAULT_CONFIG = "/etc/swssd/swssd.toml"

@@ -26,24 +26,24 @@ import structlog
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .. import logs as swssd_logging
-from .. import redis_url
 from ..backoff import Backoff
 from ..capture import CaptureWriter
-from ..connector import CONNECTION_ERRORS, DBConnector
-from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig, resolve_config
+from ..channels.selectable import Selectable
+from ..channels.selector import Select
+from ..channels.zmq import ZmqConsumerStateTable, ZmqServer
 from ..errors import ConfigError, RedisAuthError, RedisUnreachableError, UnknownDatabaseError, UnknownNamespaceError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
-from ..files import reason
-from ..metrics import LoopProbe
-from ..metrics import serve as serve_metrics
-from ..metrics_server import MetricsServer
-from ..scan import read_table
+from ..ops import logs as swssd_logging
+from ..ops.files import reason
+from ..ops.metrics import LoopProbe
+from ..ops.metrics import serve as serve_metrics
+from ..ops.metrics_server import MetricsServer
+from ..ops.sdnotify import SystemdNotifier
+from ..redis import redis_url
+from ..redis.connector import CONNECTION_ERRORS, DBConnector
+from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig, resolve_config
+from ..redis.scan import read_table
 from ..schema import DATABASES
-from ..sdnotify import SystemdNotifier
-from ..selectable import Selectable
-from ..selector import Select
-from ..zmq import ZmqConsumerStateTable, ZmqServer
 from . import plugins
 from .config import PLAIN_HASH_DATABASES, Config, TableConfig
 from .lease import InstanceInUseError, InstanceLease

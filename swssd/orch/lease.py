@@ -17,8 +17,8 @@ from pathlib import Path
 import structlog
 from redis.exceptions import RedisError
 
-from ..connector import DBConnector
 from ..lua import INSTANCE_LEASE
+from ..redis.connector import DBConnector
 
 log = structlog.get_logger("swssd.daemon")
 

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from ..connector import DBConnector
 from ..fields import KeyOpFieldsValues
+from ..redis.connector import DBConnector
 
 #: What handle_batch() may return: nothing (all done), or per task None (done), a Retry or an error.
 BatchOutcome = Sequence[BaseException | None] | None

@@ -36,9 +36,9 @@ import structlog
 from redis.exceptions import RedisError, ResponseError
 
 from ..backoff import Backoff
-from ..consumer_base import Prefetched, await_oldest
-from ..consumer_state_table import ConsumerStateTable
-from ..consumer_table import ConsumerTable
+from ..channels.consumer_base import Prefetched, await_oldest
+from ..channels.consumer_state_table import ConsumerStateTable
+from ..channels.consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
 from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
 from .pending import PendingMap

@@ -14,15 +14,15 @@ from collections.abc import Callable
 import structlog
 
 from ..backoff import retry_delay
-from ..connector import DBConnector
-from ..consumer_state_table import ConsumerStateTable
-from ..consumer_table import ConsumerTable
+from ..channels.consumer_state_table import ConsumerStateTable
+from ..channels.consumer_table import ConsumerTable
+from ..channels.notification_consumer import NotificationConsumer
+from ..channels.selector import Select
+from ..channels.subscriber_state_table import SubscriberStateTable
+from ..channels.zmq import ZmqConsumerStateTable, ZmqServer
 from ..fields import KeyOpFieldsValues
-from ..metrics import LATENCY_BUCKETS
-from ..notification_consumer import NotificationConsumer
-from ..selector import Select
-from ..subscriber_state_table import SubscriberStateTable
-from ..zmq import ZmqConsumerStateTable, ZmqServer
+from ..ops.metrics import LATENCY_BUCKETS
+from ..redis.connector import DBConnector
 from .config import RetryConfig, TableKind
 from .orch import Orch, Retry
 from .pending import Entry, Merge, PendingMap

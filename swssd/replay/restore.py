@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..connector import DBConnector
-from ..producer_state_table import ProducerStateTable
+from ..channels.producer_state_table import ProducerStateTable
+from ..redis.connector import DBConnector
 from ..schema import separator_of
 
 TableState = dict[str, dict[str, dict[str, str]]]

@@ -1,1 +1,4 @@
-"""The operator tools behind `swssd check`, `produce`, `dump`, `db`, `watch` and `status`."""
+"""The operator tools behind `swssd check`, `produce`, `dump`, `db`, `watch` and `status`.
+
+Layer rule: imports every layer below the command line (redis, channels, ops, capture, orch).
+"""

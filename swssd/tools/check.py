@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
 from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
+from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..schema import DATABASES
 
 

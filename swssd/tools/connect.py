@@ -10,12 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import redis_url
-from ..connector import DBConnector
-from ..credentials import PASSWORD_ENV
-from ..dbconfig import SonicDBGlobalConfig
 from ..errors import ConfigError, RedisUrlError, SwssdError
 from ..orch.config import RedisConfig, load_config
+from ..redis import redis_url
+from ..redis.connector import DBConnector
+from ..redis.credentials import PASSWORD_ENV
+from ..redis.dbconfig import SonicDBGlobalConfig
 from ..schema import DATABASES
 
 

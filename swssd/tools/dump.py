@@ -11,11 +11,11 @@ import argparse
 import json
 import sys
 
-from ..connector import DBConnector
+from ..channels.table import TableDump
 from ..names import check_table_name, shown
-from ..scan import read_table
+from ..redis.connector import DBConnector
+from ..redis.scan import read_table
 from ..schema import BOOKKEEPING_SUFFIXES, STATE_PREFIX
-from ..table import TableDump
 from .connect import add_connection_arguments, connect_from_args
 
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
-from ..connector import DBConnector
+from ..channels.producer_state_table import ProducerStateTable
+from ..channels.producer_table import ProducerTable
 from ..errors import SwssdError
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues
 from ..names import check_table_name
-from ..producer_state_table import ProducerStateTable
-from ..producer_table import ProducerTable
+from ..redis.connector import DBConnector
 from .connect import add_connection_arguments, connect_from_args
 
 

@@ -14,10 +14,10 @@ import argparse
 import json
 from datetime import UTC, datetime
 
+from ..channels.selector import Select
+from ..channels.subscriber_state_table import SubscriberStateTable
 from ..fields import KeyOpFieldsValues
 from ..names import check_table_name
-from ..selector import Select
-from ..subscriber_state_table import SubscriberStateTable
 from .connect import add_connection_arguments, connect_from_args
 
 

@@ -8,10 +8,9 @@ from typing import NamedTuple
 
 import structlog
 
-from .connector import DBConnector, ScriptCall
-from .errors import TempViewError
-from .fields import FieldValuesLike, KeyOpFieldsValues, as_field_values
-from .lua import (
+from ..errors import TempViewError
+from ..fields import FieldValuesLike, KeyOpFieldsValues, as_field_values
+from ..lua import (
     PST_APPLY_VIEW,
     PST_BATCHED_DEL,
     PST_BATCHED_SET,
@@ -22,7 +21,8 @@ from .lua import (
     PST_SET_FAST,
     PST_SETS_FAST,
 )
-from .send_ahead import SendAhead
+from ..redis.connector import DBConnector, ScriptCall
+from ..redis.send_ahead import SendAhead
 from .table import Table, TableBase, TableDump
 
 log = structlog.get_logger(__name__)

@@ -6,8 +6,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .connector import DBConnector
-from .fields import KeyOpFieldsValues
+from ..fields import KeyOpFieldsValues
+from ..redis.connector import DBConnector
 
 
 class Subscription(NamedTuple):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -20,11 +20,77 @@ from prometheus_client.registry import Collector
 
 from .metrics_server import MetricsServer
 
-if TYPE_CHECKING:
-    from .orch.daemon import Daemon
-
 #: Upper bounds (seconds) of the handler latency histogram buckets; +Inf is implied.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+# What the collector reads, as protocols: the daemon (swssd.orch) hands itself over and this
+# module never imports it, so the operations layer stays below the daemon it reports on.
+
+
+class TableCounters(Protocol):
+    """A table worker's counters (swssd.orch.worker.TableStats)."""
+
+    popped: int
+    handled: int
+    retried: int
+    failed: int
+    dead_lettered: int
+    set_aside: int
+    pop_errors: int
+    #: handler calls per LATENCY_BUCKETS bucket, the last one past the largest bound
+    latency_counts: list[int]
+    handler_seconds: float
+
+
+class TableFigures(Protocol):
+    """One table's worker."""
+
+    @property
+    def db_name(self) -> str: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def stats(self) -> TableCounters: ...
+    @property
+    def pending_count(self) -> int: ...
+
+
+class Reconnecting(Protocol):
+    """A connection that counts how often it was re-established (the pub/sub reader)."""
+
+    @property
+    def reconnects(self) -> int: ...
+
+
+class ZmqFigures(Protocol):
+    """A ZMQ server's message counters."""
+
+    @property
+    def received(self) -> int: ...
+    @property
+    def changes(self) -> int: ...
+    @property
+    def malformed(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+
+
+class DaemonFigures(Protocol):
+    """What the daemon shows on a scrape and on /health."""
+
+    @property
+    def workers(self) -> Sequence[TableFigures]: ...
+    @property
+    def select(self) -> Reconnecting: ...
+    @property
+    def command_reconnects(self) -> int: ...
+    @property
+    def zmq_servers(self) -> Mapping[str, ZmqFigures]: ...
+    @property
+    def redis_up(self) -> bool: ...
+    @property
+    def serving(self) -> bool: ...
 
 
 class LoopProbe:
@@ -46,9 +112,9 @@ class LoopProbe:
 
 
 class DaemonCollector(Collector):
-    """Builds the metric families from a running Daemon on every scrape."""
+    """Builds the metric families from a running daemon on every scrape."""
 
-    def __init__(self, daemon: Daemon, probe: LoopProbe) -> None:
+    def __init__(self, daemon: DaemonFigures, probe: LoopProbe) -> None:
         self.daemon = daemon
         self.probe = probe
 
@@ -100,7 +166,7 @@ class DaemonCollector(Collector):
         yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done", value=float(d.serving))
 
 
-def _zmq_families(d: Daemon) -> Iterator[Metric]:
+def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
     """Per ZmqServer endpoint: messages received, malformed and dropped (no consumer)."""
     if not d.zmq_servers:
         return
@@ -124,7 +190,7 @@ def _bound(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 
 
-def health(daemon: Daemon) -> tuple[bool, str]:
+def health(daemon: DaemonFigures) -> tuple[bool, str]:
     """What /health answers: healthy once serving and while Redis answers."""
     if not daemon.redis_up:
         return False, "Redis unreachable"
@@ -133,7 +199,7 @@ def health(daemon: Daemon) -> tuple[bool, str]:
     return True, "OK"
 
 
-async def serve(daemon: Daemon, probe: LoopProbe, host: str, port: int) -> MetricsServer:
+async def serve(daemon: DaemonFigures, probe: LoopProbe, host: str, port: int) -> MetricsServer:
     """Serve /metrics and /health for `daemon` on the running loop; OSError when host:port cannot
     be bound. close() stops it."""
     registry = CollectorRegistry(auto_describe=False)

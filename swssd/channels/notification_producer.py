@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .connector import DBConnector
-from .fields import FieldValuesLike, as_field_values
+from ..fields import FieldValuesLike, as_field_values
+from ..redis.connector import DBConnector
 
 
 def encode_notification(op: str, data: str, values: FieldValuesLike) -> str:

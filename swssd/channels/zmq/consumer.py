@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import structlog
 
-from ..connector import DBConnector
-from ..fields import KeyOpFieldsValues
+from ...fields import KeyOpFieldsValues
+from ...redis.connector import DBConnector
 from ..selectable import Selectable, Subscription
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any, TypeAlias
 
-from ..errors import SwssdError
-from ..fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
+from ...errors import SwssdError
+from ...fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
 
 #: sizeof(size_t) on the platforms SONiC runs ZMQ on; counts and lengths are this wide.
 SIZE_T = 8

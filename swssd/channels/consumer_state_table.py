@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .connector import DBConnector
+from ..fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
+from ..lua import CST_POPS, CST_POPS_FAST, CST_POPS_TRACKED
+from ..redis.connector import DBConnector
 from .consumer_base import ConsumerTableBase
-from .fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
-from .lua import CST_POPS, CST_POPS_FAST, CST_POPS_TRACKED
 
 
 class ConsumerStateTable(ConsumerTableBase):

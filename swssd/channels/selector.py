@@ -18,10 +18,10 @@ from typing import Any, cast
 import structlog
 from redis.exceptions import NoPermissionError, ResponseError
 
-from .backoff import Backoff
-from .connector import CONNECTION_ERRORS, DBConnector
+from ..backoff import Backoff
+from ..redis.connector import CONNECTION_ERRORS, DBConnector
+from ..redis.transport import RedisConnection
 from .selectable import Selectable, Subscription
-from .transport import RedisConnection
 
 log = structlog.get_logger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from .connector import CONNECTION_ERRORS, DBConnector
-from .fields import KeyOpFieldsValues
+from ..fields import KeyOpFieldsValues
+from ..redis.connector import CONNECTION_ERRORS, DBConnector
 from .selectable import Selectable, Subscription
 from .table import TableBase
 

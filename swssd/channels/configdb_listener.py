@@ -20,21 +20,30 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
+from typing import Any, NamedTuple, Protocol, TypeAlias, cast
 
-from .connector import DBConnector
-from .fields import DEL_COMMAND
+from ..fields import DEL_COMMAND
+from ..redis.connector import DBConnector
+from .config_entries import ConfigKey, TypedConfig, TypedEntry
 from .selector import Select
 from .subscriber_state_table import SubscriberStateTable
 
-if TYPE_CHECKING:
-    from .configdb import ConfigDBConnector, ConfigKey, TypedConfig, TypedEntry
-
-Handler: TypeAlias = "Callable[[str, ConfigKey, TypedEntry | None], Awaitable[Any] | Any]"
+Handler: TypeAlias = Callable[[str, ConfigKey, TypedEntry | None], Awaitable[Any] | Any]
 """handler(table, key, data): a plain function, or a coroutine function (awaited)."""
-InitDataHandler: TypeAlias = "Callable[[TypedConfig], Awaitable[Any] | Any]"
+InitDataHandler: TypeAlias = Callable[[TypedConfig], Awaitable[Any] | Any]
 """init_data_handler({table: {key: entry}}): a plain function, or a coroutine function."""
-Change: TypeAlias = "tuple[str, str, TypedEntry | None]"
+Change: TypeAlias = tuple[str, str, TypedEntry | None]
+
+
+class TypedTables(Protocol):
+    """What listening reads through: ConfigDBConnector's database and its typing of keys and
+    entries (so listened entries are typed as its get_* type them)."""
+
+    @property
+    def db(self) -> DBConnector: ...
+    def deserialize_key(self, key: str) -> ConfigKey: ...
+    def _typed_entry(self, raw: Mapping[str, str]) -> TypedEntry: ...
+    def _typed_rows(self, rows: Mapping[str, Mapping[str, str]]) -> dict[ConfigKey, TypedEntry]: ...
 
 
 class ConfigEvent(NamedTuple):
@@ -104,7 +113,7 @@ class _InitialData:
 class _Listening:
     """The followed tables of one listen() or events(), on one Select."""
 
-    def __init__(self, connector: ConfigDBConnector) -> None:
+    def __init__(self, connector: TypedTables) -> None:
         self.connector = connector
         self.select = Select()
         self.tables: dict[str, _ListenedTable] = {}
@@ -254,7 +263,7 @@ class ConfigDBListening:
         """
         if self._listening is not None:
             raise RuntimeError(f"listen() already runs on {self!r}")
-        listening = self._listening = _Listening(cast("ConfigDBConnector", self))  # mixed into it only
+        listening = self._listening = _Listening(cast(TypedTables, self))  # mixed into it only
         try:
             tables = list(self.handlers)
             for table in tables:
@@ -294,7 +303,7 @@ class ConfigDBListening:
 
     def events(self, tables: Iterable[str], *, fire_init_data: bool = True) -> ConfigEvents:
         """The changes of `tables` as an async iterator of ConfigEvent: see ConfigEvents."""
-        return ConfigEvents(cast("ConfigDBConnector", self), tables, fire_init_data=fire_init_data)
+        return ConfigEvents(cast(TypedTables, self), tables, fire_init_data=fire_init_data)
 
 
 class ConfigEvents:
@@ -318,7 +327,7 @@ class ConfigEvents:
     until aclose()). Each ConfigEvents has its own Select; listen() may run beside it.
     """
 
-    def __init__(self, connector: ConfigDBConnector, tables: Iterable[str], *, fire_init_data: bool = True) -> None:
+    def __init__(self, connector: TypedTables, tables: Iterable[str], *, fire_init_data: bool = True) -> None:
         self.connector = connector
         self.tables = list(dict.fromkeys(tables))
         self.fire_init_data = fire_init_data

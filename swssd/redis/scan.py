@@ -8,11 +8,11 @@ characters escaped, so a table named `*` reads `*:x` and nothing else.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from ..fields import FieldValues
 from .connector import DBConnector
-from .fields import FieldValues
-from .subscriber_state_table import glob_escape
 
 #: Keys asked of each SCAN, and HGETALLs sent in one pipeline.
 SCAN_COUNT = 512
@@ -25,6 +25,11 @@ class TableContents:
 
     entries: dict[str, FieldValues] = field(default_factory=dict)
     not_hashes: list[str] = field(default_factory=list)
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal inside a Redis glob pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def table_pattern(table: str, separator: str) -> str:

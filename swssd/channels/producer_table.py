@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .connector import DBConnector, ScriptCall
-from .fields import FieldValuesLike, as_field_values
-from .lua import PT_ENQUEUE
+from ..fields import FieldValuesLike, as_field_values
+from ..lua import PT_ENQUEUE
+from ..redis.connector import DBConnector, ScriptCall
 from .table import TableBase
 
 

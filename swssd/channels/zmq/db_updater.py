@@ -28,9 +28,9 @@ from typing import Any
 
 import structlog
 
-from ..backoff import Backoff
-from ..connector import CONNECTION_ERRORS, DBConnector
-from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues
+from ...backoff import Backoff
+from ...fields import DEL_COMMAND, SET_COMMAND, FieldValues
+from ...redis.connector import CONNECTION_ERRORS, DBConnector
 from ..table import TableBase
 
 log = structlog.get_logger(__name__)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from .connector import DBConnector
-from .fields import FieldValues, FieldValuesLike, as_field_values
-from .lua import TABLE_DUMP
-from .schema import CHANNEL_SUFFIX, DEL_SET_SUFFIX, KEY_SET_SUFFIX, OP_QUEUE_SUFFIX, STATE_PREFIX
+from ..fields import FieldValues, FieldValuesLike, as_field_values
+from ..lua import TABLE_DUMP
+from ..redis.connector import DBConnector
+from ..schema import CHANNEL_SUFFIX, DEL_SET_SUFFIX, KEY_SET_SUFFIX, OP_QUEUE_SUFFIX, STATE_PREFIX
 
 TableDump = dict[str, dict[str, str]]
 

@@ -10,7 +10,7 @@ from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from .errors import ConfigError, InvalidSeparatorError, UnknownDatabaseError, UnknownNamespaceError
+from ..errors import ConfigError, InvalidSeparatorError, UnknownDatabaseError, UnknownNamespaceError
 
 DEFAULT_PATH = "/var/run/redis/sonic-db/database_config.json"
 ENV_VAR = "SWSSD_DB_CONFIG"

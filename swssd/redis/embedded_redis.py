@@ -24,8 +24,8 @@ from pathlib import Path
 
 import structlog
 
-from .errors import SwssdError
-from .schema import DATABASES
+from ..errors import SwssdError
+from ..schema import DATABASES
 
 log = structlog.get_logger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .connector import DBConnector
+from ..fields import KeyOpFieldsValues
+from ..lua import CT_POPS, CT_POPS_FAST
+from ..redis.connector import DBConnector
 from .consumer_base import ConsumerTableBase
-from .fields import KeyOpFieldsValues
-from .lua import CT_POPS, CT_POPS_FAST
 
 
 class ConsumerTable(ConsumerTableBase):

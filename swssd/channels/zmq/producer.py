@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..connector import DBConnector
-from ..fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValues, as_field_values
+from ...fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValues, as_field_values
+from ...redis.connector import DBConnector
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
 from .serializer import header, serialize_one, serialize_with

@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 import structlog
 
-from .connector import DBConnector
-from .fields import FieldValues, KeyOpFieldsValues
+from ..fields import FieldValues, KeyOpFieldsValues
+from ..redis.connector import DBConnector
 from .selectable import Selectable, Subscription
 
 log = structlog.get_logger(__name__)

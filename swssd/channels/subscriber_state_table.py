@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
 from redis.exceptions import NoPermissionError, ResponseError
 
-from .connector import DBConnector
-from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
+from ..redis.connector import DBConnector
+from ..redis.scan import glob_escape
 from .selectable import Selectable, Subscription
 from .table import TableBase, strip_special
 
@@ -24,11 +24,6 @@ _SCAN_COUNT = 256
 _READ_CHUNK = 256
 #: At most this many characters of a bad key in a log line.
 _EXCERPT = 200
-
-
-def glob_escape(text: str) -> str:
-    """`text` as a literal inside a Redis glob pattern."""
-    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def keyspace_events_sufficient(flags: str) -> bool:

@@ -14,10 +14,10 @@ from redis.exceptions import AuthenticationError, NoScriptError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ..errors import RedisAuthError, RedisUnreachableError
+from ..lua import Script
 from . import redis_url
 from .dbconfig import SonicDBConfig, SonicDBGlobalConfig, check_separator, resolve_config
-from .errors import RedisAuthError, RedisUnreachableError
-from .lua import Script
 from .transport import ConnectionSpec, RedisConnection
 from .wire import use_hiredis_packing
 
@@ -132,7 +132,7 @@ class DBConnector:
     ) -> DBConnector:
         """Connect by URL (redis://, rediss://, unix://, with user/password); db_id wins over the URL's.
 
-        The URL is parsed by swssd.redis_url: a password may hold reserved characters, and a URL
+        The URL is parsed by swssd.redis.redis_url: a password may hold reserved characters, and a URL
         that cannot be used raises RedisUrlError, whose message quotes no credentials. `options`
         override client_options() (e.g. socket_timeout, username, password); the URL's own query
         options win over both. `ssl=True` makes a redis:// URL a rediss:// one; ssl_* options only
@@ -269,7 +269,7 @@ class DBConnector:
 
         redis-py's per-command layers (pool bookkeeping, retry wrapper, observability, a time-out
         context per reply) cost ~80 us a call and ~8 us a pipelined command; this path
-        (swssd.transport) costs a few. Calls share the one connection with as many requests in
+        (swssd.redis.transport) costs a few. Calls share the one connection with as many requests in
         flight as callers make; calls made while others are out are written together, so many
         coroutines setting at once cost one write per loop iteration (what a blocking client
         cannot do). Error replies come back as exceptions in the list. A connection lost after

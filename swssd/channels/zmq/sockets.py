@@ -29,8 +29,8 @@ from typing import Any, Protocol, cast
 import structlog
 import zmq
 
-from ..errors import SwssdError
-from ..fields import KeyOpFieldsValues
+from ...errors import SwssdError
+from ...fields import KeyOpFieldsValues
 from .serializer import (
     MAX_MESSAGE_SIZE,
     MessageTooLargeError,

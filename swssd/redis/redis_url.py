@@ -26,7 +26,7 @@ from redis.asyncio.connection import (
     UnixDomainSocketConnection,
 )
 
-from .errors import RedisUrlError
+from ..errors import RedisUrlError
 
 SCHEMES = ("redis", "rediss", "unix")
 

@@ -15,102 +15,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, TypeAlias, cast, overload
+from typing import Any, cast
 
+from ..redis.connector import DBConnector
+from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
+from .config_entries import (
+    CONFIG_DB_ID,
+    CONFIG_DB_SEPARATOR,
+    ConfigKey,
+    RawEntry,
+    TypedConfig,
+    TypedEntry,
+    ascii_upper,
+    cpp_order,
+    deserialize_key,
+    hset_command,
+    in_cpp_order,
+    raw_to_typed,
+    require_str,
+    serialize_key,
+    typed_to_raw,
+)
 from .configdb_listener import ConfigDBListening
-from .connector import DBConnector
-from .dbconfig import SonicDBConfig, SonicDBGlobalConfig
 
-ConfigKey: TypeAlias = str | tuple[str, ...]
-"""An entry key: a string, or a tuple for a multi-key table (joined with the separator)."""
-TypedEntry: TypeAlias = dict[str, str | list[str]]
-RawEntry: TypeAlias = dict[str, str]
-TypedConfig: TypeAlias = dict[str, dict[ConfigKey, TypedEntry]]
-
-CONFIG_DB_ID = 4
-CONFIG_DB_SEPARATOR = "|"
-#: stored as field and value of an entry with no fields
-NULL_FIELD = "NULL"
 #: SCAN's COUNT hint: the C++ pipe connector asks for 30, more means fewer round trips, same keys
 SCAN_COUNT = 1000
-
-
-def _cpp_order(text: str) -> bytes:
-    """Sort key of std::map<std::string, ...>: the UTF-8 bytes, unsigned."""
-    return text.encode("utf-8", "surrogateescape")
-
-
-def _require_str(what: str, value: object) -> None:
-    """Refuse what swsscommon's conversion to std::string refuses, before anything is sent."""
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be str, not {type(value).__name__}: {value!r}")
-
-
-def _ascii_upper(table: str) -> str:
-    """C++ to_upper: ::toupper byte by byte in the C locale, so only a-z change."""
-    _require_str("table name", table)
-    return table.encode("utf-8", "surrogateescape").upper().decode("utf-8", "surrogateescape")
-
-
-def _in_cpp_order(raw: Mapping[str, str]) -> RawEntry:
-    """The entry as swsscommon hands it to Python: a std::map, fields in byte order."""
-    return {field: raw[field] for field in sorted(raw, key=_cpp_order)}
-
-
-def typed_to_raw(typed: Mapping[Any, Any] | None) -> dict[Any, str]:
-    """Typed entry to Redis fields, as swsscommon: None -> {} (delete), {} -> NULL: NULL,
-    a list (exactly `list`) -> `field@` comma-joined, anything else -> str(value)."""
-    if typed is None:
-        return {}
-    if len(typed) == 0:
-        return {NULL_FIELD: NULL_FIELD}
-    raw: dict[Any, str] = {}
-    for field, value in typed.items():
-        if type(value) is list:
-            raw[field + "@"] = ",".join(value)
-        else:
-            raw[field] = str(value)
-    return raw
-
-
-@overload
-def raw_to_typed(raw: None) -> None: ...
-@overload
-def raw_to_typed(raw: Mapping[str, str]) -> TypedEntry: ...
-def raw_to_typed(raw: Mapping[str, str] | None) -> TypedEntry | None:
-    """Redis fields to a typed entry, as swsscommon: `NULL` dropped, `field@` split on ','
-    into `field` (a later field of the same name wins, in the mapping's order)."""
-    if raw is None:
-        return None
-    typed: TypedEntry = {}
-    for field, value in raw.items():
-        if field == NULL_FIELD:
-            continue
-        if field.endswith("@"):
-            typed[field[:-1]] = value.split(",")
-        else:
-            typed[field] = value
-    return typed
-
-
-def serialize_key(key: ConfigKey, separator: str = CONFIG_DB_SEPARATOR) -> str:
-    """A tuple (exactly `tuple`) joined with `separator`; anything else through str()."""
-    if type(key) is tuple:
-        return separator.join(key)
-    return str(key)
-
-
-def deserialize_key(key: str, separator: str = CONFIG_DB_SEPARATOR) -> ConfigKey:
-    """Split on `separator`: a tuple when there is more than one part, else the string."""
-    parts = key.split(separator)
-    return tuple(parts) if len(parts) > 1 else key
-
-
-def _hset_command(hash_key: str, raw: Mapping[Any, str]) -> tuple[str, ...]:
-    """HSET of every field in std::map order."""
-    for field in raw:
-        _require_str("field name", field)
-    return ("HSET", hash_key, *(x for field in sorted(raw, key=_cpp_order) for x in (field, raw[field])))
 
 
 class ConfigDBConnector(ConfigDBListening):
@@ -170,19 +99,19 @@ class ConfigDBConnector(ConfigDBListening):
     def _typed_entry(self, raw: Mapping[str, str]) -> TypedEntry:
         """A hash typed as swsscommon types it: fields in std::map order, so of `f` and `f@`
         the list wins, as it does there."""
-        return raw_to_typed(_in_cpp_order(raw))
+        return raw_to_typed(in_cpp_order(raw))
 
     def _typed_rows(self, rows: Mapping[str, Mapping[str, str]]) -> dict[ConfigKey, TypedEntry]:
         """Rows (key after `TABLE<sep>` -> hash) as swsscommon's get_table returns them: in
         std::map order of the row strings, keys deserialized, entries typed."""
-        return {self.deserialize_key(row): self._typed_entry(rows[row]) for row in sorted(rows, key=_cpp_order)}
+        return {self.deserialize_key(row): self._typed_entry(rows[row]) for row in sorted(rows, key=cpp_order)}
 
     def _hash(self, table: str, key: ConfigKey) -> str:
-        return f"{_ascii_upper(table)}{self.separator}{self.serialize_key(key)}"
+        return f"{ascii_upper(table)}{self.separator}{self.serialize_key(key)}"
 
     def _pattern(self, table: str) -> str:
         """The KEYS/SCAN pattern of a table; glob characters in `table` stay globs, as in C++."""
-        return f"{_ascii_upper(table)}{self.separator}*"
+        return f"{ascii_upper(table)}{self.separator}*"
 
     # -- entries --------------------------------------------------------------------------
 
@@ -195,11 +124,11 @@ class ConfigDBConnector(ConfigDBListening):
         if not raw:
             await self.db.redis.delete(hash_key)
             return
-        hset = _hset_command(hash_key, raw)
+        hset = hset_command(hash_key, raw)
         original = cast(RawEntry, await self.db.redis.hgetall(hash_key))  # decode_responses: str
         async with self.db.redis.pipeline(transaction=True) as pipe:
             pipe.execute_command(*hset)
-            for field in sorted(original, key=_cpp_order):
+            for field in sorted(original, key=cpp_order):
                 if field not in raw:
                     pipe.hdel(hash_key, field)
             await pipe.execute()
@@ -211,7 +140,7 @@ class ConfigDBConnector(ConfigDBListening):
         if not raw:
             await self.db.redis.delete(hash_key)
             return
-        await self.db.redis.execute_command(*_hset_command(hash_key, raw))
+        await self.db.redis.execute_command(*hset_command(hash_key, raw))
 
     async def get_entry(self, table: str, key: ConfigKey) -> TypedEntry:
         """The typed entry; {} when it does not exist."""
@@ -265,7 +194,7 @@ class ConfigDBConnector(ConfigDBListening):
         """
         raw_config: dict[str, dict[str, dict[Any, str]]] = {}
         for table_name, table_data in data.items():
-            _require_str("table name", table_name)
+            require_str("table name", table_name)
             if table_data == {}:
                 continue
             raw_config[table_name] = {}
@@ -275,15 +204,15 @@ class ConfigDBConnector(ConfigDBListening):
                 raw_config[table_name][self.serialize_key(key)] = typed_to_raw(entry)
 
         commands: list[tuple[str, ...]] = []
-        for table_name in sorted(raw_config, key=_cpp_order):
+        for table_name in sorted(raw_config, key=cpp_order):
             rows = raw_config[table_name]
             if not rows:
                 commands += [("DEL", key) for key in await self._scan(self._pattern(table_name))]
                 continue
-            for raw_key in sorted(rows, key=_cpp_order):
-                hash_key = f"{_ascii_upper(table_name)}{self.separator}{raw_key}"
+            for raw_key in sorted(rows, key=cpp_order):
+                hash_key = f"{ascii_upper(table_name)}{self.separator}{raw_key}"
                 raw = rows[raw_key]
-                commands.append(_hset_command(hash_key, raw) if raw else ("DEL", hash_key))
+                commands.append(hset_command(hash_key, raw) if raw else ("DEL", hash_key))
         if not commands:
             return
         async with self.db.redis.pipeline(transaction=True) as pipe:
@@ -329,7 +258,7 @@ class ConfigDBConnector(ConfigDBListening):
                 break
             cursor, keys = replies[-1]
 
-        return {table: self._typed_rows(raw_config[table]) for table in sorted(raw_config, key=_cpp_order)}
+        return {table: self._typed_rows(raw_config[table]) for table in sorted(raw_config, key=cpp_order)}
 
     # -- lifetime -------------------------------------------------------------------------
 
