@@ -1,0 +1,147 @@
+"""Start-up's steps besides the connections (databases.py): the metrics endpoint, the capture
+writer, the instance leases, the ZMQ servers, and each table's first tasks (taken over from the
+last run's in-flight record, then reconciled from the table's entries). Daemon._start runs them
+in order."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from collections.abc import Mapping
+
+import structlog
+from redis.exceptions import ResponseError
+
+from ..capture import CaptureWriter
+from ..channels.zmq import ZmqServer
+from ..errors import ConfigError
+from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..ops.metrics import DaemonFigures, LoopProbe, serve
+from ..ops.metrics_server import MetricsServer
+from ..redis.connector import DBConnector
+from ..redis.scan import read_table
+from .config import Config
+from .databases import Databases
+from .lease import InstanceInUseError, InstanceLease
+from .orch import connector_key
+from .reliable_pop import ReliablePop
+from .worker import OrchRuntime, TableWorker
+
+log = structlog.get_logger("swssd.daemon")
+
+#: keys a reconcile asks SCAN for, and HGETALLs sent in one pipeline
+RECONCILE_CHUNK = 512
+#: characters of a key in a log line
+KEY_EXCERPT = 200
+
+
+async def serve_metrics(config: Config, daemon: DaemonFigures, probe: LoopProbe) -> MetricsServer | None:
+    """The /metrics and /health endpoint, None when [metrics] is off. Raises ConfigError when it
+    cannot be bound: a port held by another process would have monitoring read that process
+    instead, so it is a config error, not a warning."""
+    cfg = config.metrics
+    if not cfg.enabled:
+        return None
+    try:
+        server = await serve(daemon, probe, cfg.address, cfg.port)
+    except OSError as exc:
+        lookup = isinstance(exc, socket.gaierror)  # errno is an EAI_* code then
+        field = "address" if lookup or exc.errno == errno.EADDRNOTAVAIL else "port"
+        why = os.strerror(exc.errno) if exc.errno and not lookup else exc.strerror or str(exc)
+        raise ConfigError(config.path, f"metrics.{field}",
+                          f"cannot serve metrics on {cfg.address} port {cfg.port}: {why}") from None
+    log.info("serving metrics", url=f"http://{cfg.address}:{cfg.port}/metrics")
+    if not server.loopback_only:
+        log.warning("metrics endpoint reachable beyond this host: anyone who can connect reads the "
+                    "daemon's figures; bind 127.0.0.1 or firewall it", addresses=server.addresses)
+    return server
+
+
+async def start_capture(config: Config) -> CaptureWriter:
+    """The capture writer of [capture]; a directory it cannot write is a warning, retried."""
+    cfg = config.capture
+    capture = CaptureWriter(cfg.directory, host=cfg.host, max_bytes=cfg.max_bytes, rec=cfg.rec,
+                                 retry_interval=cfg.retry_interval)
+    await capture.start()  # a directory it cannot write is a warning, retried: capture is optional
+    if capture.writing:
+        log.info("capturing", directory=str(cfg.directory), rec=cfg.rec)
+    return capture
+
+
+async def take_leases(
+    config: Config, connectors: Mapping[str, DBConnector], databases: Databases, leases: list[InstanceLease]
+) -> None:
+    """Claim the instance name on every database a table is popped reliably from, into `leases`
+    (those taken before a failure are there for shutdown to release)."""
+    seen: set[tuple[str, int]] = set()
+    instance = config.daemon.instance
+    for oc in config.orchs:
+        for t in oc.tables:
+            if t.resolved_kind not in ("state", "queue"):
+                continue
+            db = connectors[connector_key(t.db, t.namespace)]
+            if (db.address, db.db_id) in seen:
+                continue
+            seen.add((db.address, db.db_id))
+            lease = InstanceLease(db, instance)
+            try:
+                await databases.while_unreachable(lease.acquire, db.name or "")
+            except InstanceInUseError as exc:
+                raise ConfigError(config.path, "daemon.instance", str(exc)) from None
+            leases.append(lease)
+
+
+def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
+    """A ZmqServer per endpoint, bound before any table is added: an endpoint that cannot be
+    bound (in use, a bad address) is one line naming the field, not a half-started daemon. Those
+    bound before a failure are in `servers`, for shutdown to close."""
+    for i, oc in enumerate(config.orchs):
+        for j, t in enumerate(oc.tables):
+            if t.endpoint is None or t.endpoint in servers:
+                continue
+            try:
+                servers[t.endpoint] = ZmqServer(t.endpoint)
+            except OSError as exc:
+                raise ConfigError(
+                    config.path, f"orchs.{i}.tables.{j}.endpoint", f"cannot bind {t.endpoint}: {exc.strerror}"
+                ) from None
+
+
+async def take_over(worker: TableWorker, source: ReliablePop) -> None:
+    """Before anything is popped or reconciled: the tasks an earlier run left in flight."""
+    try:
+        batches = await source.take_over()
+    except ResponseError as exc:
+        log.error("in-flight record not readable; nothing taken over", db=worker.db_name, table=worker.table,
+                  key=source.record, error=str(exc))
+        source.start()
+        return
+    for batch in batches:
+        worker.accept(batch.tasks, batch.seq)
+    if batches:
+        log.warning("in-flight tasks taken over from the last run; they run first", db=worker.db_name,
+                    table=worker.table, batches=len(batches), tasks=len(worker.pending))
+
+async def reconcile(worker: TableWorker, db: DBConnector) -> None:
+    """The table's existing entries as pending SETs, after what was taken over (SCAN, never
+    KEYS); keys under the table's prefix that are not hashes are skipped, in one log line."""
+    found = await read_table(db, worker.table, RECONCILE_CHUNK)
+    if found.not_hashes:
+        log.error("reconcile: keys skipped, not hashes", db=worker.db_name, table=worker.table,
+                  skipped=len(found.not_hashes), first=found.not_hashes[0][:KEY_EXCERPT])
+    entries = {key: fvs for key, fvs in found.entries.items() if fvs}
+    worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, entries[key]) for key in sorted(entries))
+    log.info("reconciled", db=worker.db_name, table=worker.table, entries=len(entries),
+             skipped=len(found.not_hashes))
+
+
+def db_names(config: Config, runtimes: list[OrchRuntime]) -> list[tuple[str, str]]:
+    """Every (database, namespace) a table or plugin needs, in config order."""
+    names: dict[tuple[str, str], None] = {}
+    for oc, rt in zip(config.orchs, runtimes):
+        for t in oc.tables:
+            names[(t.db, t.namespace)] = None
+        for name in (*oc.databases, *rt.orch.databases):
+            names[(name, "")] = None
+    return list(names)
