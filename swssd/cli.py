@@ -173,7 +173,8 @@ def _run_tool(name: str, body: ToolBody, args: argparse.Namespace, *, until_inte
     except (produce.OperationError, ConnectionOptionsError, InvalidTableNameError) as exc:
         return _fail(str(exc), EXIT_CONFIG, prog)
     except UnknownDatabaseError as exc:
-        return _fail(f"{exc}; pass one of them with --db", EXIT_CONFIG, prog)
+        where = "as the database" if name == "db" else "with --db"  # `swssd db` takes it positionally
+        return _fail(f"{exc}; pass one of them {where}", EXIT_CONFIG, prog)
     except UnknownNamespaceError as exc:
         return _fail(f"{exc}; pass one of them with --namespace", EXIT_CONFIG, prog)
     except (ConfigError, InvalidSeparatorError) as exc:

@@ -219,6 +219,11 @@ def test_errors_are_one_line_with_an_exit_status(config: Path, tmp_path: Path) -
         (["dump", "--db-config", tmp_path / "no_such_config.json"], 2, ["no_such_config.json", "--db-config"]),
         (["produce", "--db-config", config, "--table", "T"], 2, ["nothing to produce"]),
         (["dump", "--url", "http://127.0.0.1:1"], 2, ["--url"]),
+        # a misspelled database with --url is refused, not taken as database 0
+        (["produce", "--url", f"redis://127.0.0.1:{port}", "--db", "CONFG_DB", "--table", "X", "set", "a", "b=c"], 2,
+         ["CONFG_DB", "CONFIG_DB", "--db-id"]),
+        (["db", "--url", f"redis://127.0.0.1:{port}", "CONFG_DB", "keys", "*"], 2, ["CONFG_DB", "--db-id"]),
+        (["db", "--db-config", config, "CONFG_DB", "keys", "*"], 2, ["CONFG_DB", "as the database"]),
         (["status", "--metrics-url", f"http://127.0.0.1:{port}/metrics", "--timeout", "2"], 2, [f"127.0.0.1:{port}"]),
     ]
     for args, code, needles in cases:

@@ -119,5 +119,11 @@ async def connect_from_args(args: argparse.Namespace) -> DBConnector:
     if args.url and parsed.password is not None:
         _warn(args, f"the password in --url shows in the process list; give it in ${PASSWORD_ENV} or a "
                     "--config password_file instead")
+    if args.db not in DATABASES and args.db_id is None and parsed.db is None:
+        # a misspelled name must not quietly become database 0
+        raise ConnectionOptionsError(
+            f"unknown database {args.db!r}: with {source} the database is one of SONiC's "
+            f"({', '.join(DATABASES)}), or any name with its number given by --db-id N"
+        )
     db_id, separator = url_defaults(args, parsed)
     return await DBConnector.from_url(url, db_id=db_id, separator=separator, name=args.db, **options)
