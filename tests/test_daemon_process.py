@@ -438,6 +438,7 @@ tables = [{{table = "B"}}]
 """)
     assert code == 3
     assert "swssd: error: plugin 'asic': start() failed: RuntimeError: cannot reach the ASIC" in err
+    assert "orch_plugins.py, line " in err.strip().splitlines()[-1]  # where the plugin raised it
     assert '"event": "ready"' not in err
 
 

@@ -81,7 +81,35 @@ def test_a_multi_line_import_error_is_reported_on_one_line(tmp_path: Path, monke
     name = plugin_module(tmp_path, 'raise RuntimeError("first line\\n  second line")\n')
     with pytest.raises(PluginError) as err:
         load_class(f"{name}:X")
-    assert str(err.value) == f"plugin '{name}:X': cannot import '{name}': RuntimeError: first line second line"
+    assert str(err.value) == (
+        f"plugin '{name}:X': cannot import '{name}': RuntimeError: first line second line"
+        f" (at {tmp_path / (name + '.py')}, line 1)"
+    )
+
+
+@pytest.mark.parametrize(("code", "line"), [
+    ("import json\nCFG = {}['x']\n", 2),           # raised in the plugin's own line
+    ("import json\n\nDATA = json.loads('{')\n", 3),  # raised inside the standard library, called from line 3
+])
+def test_an_import_error_names_the_plugins_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, line: int
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = plugin_module(tmp_path, code)
+    with pytest.raises(PluginError) as err:
+        load_class(f"{name}:X")
+    assert str(err.value).endswith(f" (at {tmp_path / (name + '.py')}, line {line})"), err.value
+
+
+def test_a_failing_constructor_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = plugin_module(tmp_path, (
+        "from swssd import Orch\n\nclass X(Orch):\n    def __init__(self):\n        raise KeyError('cfg')\n"
+        "    async def handle(self, table, task):\n        pass\n"
+    ))
+    with pytest.raises(PluginError) as err:
+        create(f"{name}:X")
+    assert str(err.value) == f"plugin '{name}:X': X() failed: KeyError: 'cfg' (at {tmp_path / (name + '.py')}, line 5)"
 
 
 def run_daemon(tmp_path: Path, server: EmbeddedRedis, plugin: str) -> subprocess.CompletedProcess[str]:

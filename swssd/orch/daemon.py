@@ -243,7 +243,9 @@ class Daemon:
             try:
                 await rt.orch.start()
             except Exception as exc:
-                raise PluginError(f"plugin {oc.display_name!r}: start() failed: {type(exc).__name__}: {exc}") from exc
+                raise PluginError(
+                    f"plugin {oc.display_name!r}: start() failed: {type(exc).__name__}: {exc}{plugins.where(exc)}"
+                ) from exc
             self._started.append(rt)
         bind_zmq_servers(config, self.zmq_servers)
         for oc, rt in zip(config.orchs, self.runtimes):

@@ -13,6 +13,8 @@ import importlib
 import importlib.util
 import itertools
 import sys
+import sysconfig
+import traceback
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +35,25 @@ class PluginError(SwssdError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split()))
+
+
+#: Where Python's own modules, installed packages and swssd live: a plugin's error is placed in
+#: the deepest frame outside them, the line of the plugin that failed.
+_NOT_PLUGIN_CODE = tuple(
+    {sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"), sysconfig.get_path("platlib"),
+     str(Path(__file__).resolve().parents[1])}
+)
+
+
+def where(exc: BaseException) -> str:
+    """' (at FILE, line N)': the plugin's line an exception came from (an error at import or in
+    start() is otherwise one line with no place to look); '' when no frame has a file."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    own = [f for f in frames if not f.filename.startswith(_NOT_PLUGIN_CODE)]
+    if not frames:
+        return ""
+    frame = (own or frames)[-1]
+    return f" (at {frame.filename}, line {frame.lineno})"
 
 
 def available() -> dict[str, str]:
@@ -95,7 +116,9 @@ def _import_file(spec: str, file: str) -> ModuleType:
         module_spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise PluginError(f"plugin {spec!r}: cannot import {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(
+            f"plugin {spec!r}: cannot import {str(path)!r}: {type(exc).__name__}: {exc}{where(exc)}"
+        ) from exc
     return module
 
 
@@ -111,7 +134,9 @@ def _import_module(spec: str, module_name: str) -> ModuleType:
             "install the plugin's package"
         ) from exc
     except Exception as exc:
-        raise PluginError(f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(
+            f"plugin {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}{where(exc)}"
+        ) from exc
 
 
 def load_class(spec: str) -> type[Orch]:
@@ -157,4 +182,4 @@ def create(spec: str) -> Orch:
     try:
         return cls()
     except Exception as exc:
-        raise PluginError(f"plugin {spec!r}: {cls.__name__}() failed: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(f"plugin {spec!r}: {cls.__name__}() failed: {type(exc).__name__}: {exc}{where(exc)}") from exc
