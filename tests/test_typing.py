@@ -52,8 +52,10 @@ BATCH_PLUGIN = textwrap.dedent("""
 
 
 def mypy_strict(tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]:
-    """mypy --strict in a directory of its own, swssd found on the path as an installed package is."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    """mypy --strict in a directory of its own, as a plugin author runs it after the README's install:
+    no PYTHONPATH, swssd found as the install left it (an editable install in compat mode is a plain
+    path in a .pth file, which mypy follows; setuptools' default import finder is invisible to it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), *files],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
