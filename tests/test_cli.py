@@ -38,6 +38,9 @@ def test_demo_shows_changes_flowing_and_exits_0() -> None:
     assert "installed" in err and "task waits" in err  # routes waited for their ports, then went in
     totals = [line for line in err.splitlines() if "demo totals" in line]
     assert totals and "handled=0" not in totals[0]
+    # the first next step works on any machine: the daemon on a private redis-server, no config
+    assert any(line.split()[:2] == ["swssd", "run"] and len(line.split()) > 2 and line.split()[2] != "--config"
+               for line in err.splitlines()), err[-2000:]
 
 
 @pytest.mark.skipif(

@@ -487,3 +487,31 @@ async def test_sighup_reopens_the_log_and_a_second_sigterm_forces_exit(
         assert daemon.events("forced exit")
     finally:
         daemon.kill()
+
+
+def test_unreachable_redis_names_the_file_it_came_from_and_what_to_do(tmp_path: Path) -> None:
+    """config/swssd.toml run on a machine without that Redis: the first waiting line says which
+    database_config.json named the address and how to run without one (a private redis-server)."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    repo_config = Path(__file__).resolve().parent.parent / "config"
+    shutil.copy(repo_config / "swssd.toml", tmp_path / "swssd.toml")
+    db_config = json.loads((repo_config / "database_config.json").read_text())
+    db_config["INSTANCES"]["redis"]["unix_socket_path"] = str(tmp_path / "no-redis.sock")
+    (tmp_path / "database_config.json").write_text(json.dumps(db_config))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swssd.cli", "run", "--config", str(tmp_path / "swssd.toml")],
+        stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert "waiting for Redis" in first, first
+    assert f"address_from={tmp_path / 'database_config.json'}" in first, first
+    assert "`swssd run` without --config" in first, first

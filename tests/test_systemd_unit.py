@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 UNIT = Path(__file__).parent.parent / "systemd" / "swssd.service"
-SONIC_DROP_IN = UNIT.parent / "swssd.service.d" / "sonic.conf"
+SONIC_DROP_IN = UNIT.parent / "sonic.conf"
 
 
 def unit(path: Path = UNIT) -> configparser.RawConfigParser:
@@ -61,10 +61,13 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
     if analyze is None:
         pytest.skip("systemd-analyze is not installed and the systemd package could not be installed here")
     swssd_bin = Path(sys.executable).parent / "swssd"
-    # verify checks that ExecStart exists: point it at this environment's entry point.
-    text = UNIT.read_text().replace("/usr/bin/swssd", str(swssd_bin))
-    copy = tmp_path / "swssd.service"
-    copy.write_text(text)
+    # The repository's systemd/ folder as it is (a swssd.service.d/ beside the unit would be read
+    # too), with ExecStart pointed at this environment's entry point: verify checks that it exists.
+    folder = tmp_path / "systemd"
+    shutil.copytree(UNIT.parent, folder)
+    copy = folder / "swssd.service"
+    assert "ExecStart=/usr/local/bin/swssd " in copy.read_text()  # where pip installs it as root
+    copy.write_text(copy.read_text().replace("/usr/local/bin/swssd", str(swssd_bin)))
     result = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "swssd.service" not in result.stderr, result.stderr
@@ -76,7 +79,7 @@ def test_systemd_analyze_verify_with_the_sonic_drop_in(tmp_path: Path) -> None:
         pytest.skip("systemd-analyze is not installed and the systemd package could not be installed here")
     swssd_bin = Path(sys.executable).parent / "swssd"
     # The drop-in's settings merged into the unit: what systemd reads on a SONiC switch.
-    text = UNIT.read_text().replace("/usr/bin/swssd", str(swssd_bin))
+    text = UNIT.read_text().replace("/usr/local/bin/swssd", str(swssd_bin))
     text = text.replace("[Service]", SONIC_DROP_IN.read_text().replace("[Unit]", "") + "\n[Service]", 1)
     copy = tmp_path / "swssd.service"
     copy.write_text(text)

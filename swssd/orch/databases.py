@@ -120,9 +120,23 @@ class Databases:
                     told.add(problem)
                     last_log = now
                 elif now - last_log >= self.config.daemon.health_interval:
-                    log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc))
+                    first = {} if last_log else self._where_redis_is(namespace)
+                    log.warning("waiting for Redis", db=connector_key(name, namespace), error=str(exc), **first)
                     last_log = now
             await backoff.sleep()
+
+    def _where_redis_is(self, namespace: str) -> dict[str, str]:
+        """Said with the first "waiting for Redis": which file named that address, and what to do on a
+        machine that has no such Redis (a dev box running an example config)."""
+        r = self.config.redis
+        if namespace:
+            source = str(r.database_global_config)
+        elif self.db_config is not None:
+            source = str(self.config.database_config_path())
+        else:
+            source = f"{self.config.path or 'the config'}: redis.url"
+        return {"address_from": source,
+                "hint": "start redis-server there, or run `swssd run` without --config for a private one"}
 
     def _tls_address(self, name: str, namespace: str) -> tuple[str, int] | None:
         """The TCP address a TLS connection to `name` goes to; None when TLS is not used."""
