@@ -40,6 +40,25 @@ async def test_routes_wait_for_their_ports(clean_redis: EmbeddedRedis, db: DBCon
 
         await until(updated)
         assert await routes.hget("10.1.0.0/24", "ifname") == "Ethernet8"
+        # A port taken down is not marked ok, and a route over it waits again.
+        await ProducerStateTable(db, "PORT_TABLE").set("Ethernet8", {"admin_status": "down"})
+
+        async def port_down() -> bool:
+            return await ports.hget("Ethernet8", "state") == "down"
+
+        await until(port_down)
+        await ProducerStateTable(db, "ROUTE_TABLE").set("10.1.0.0/24", {"nexthop": "10.0.0.7"})
+        await asyncio.sleep(0.3)
+        assert await routes.hget("10.1.0.0/24", "nexthop") == "10.0.0.9"  # not updated: its port is down
+        await ProducerStateTable(db, "PORT_TABLE").set("Ethernet8", {"mtu": "1500"})  # state unchanged
+        await asyncio.sleep(0.3)
+        assert await ports.hget("Ethernet8", "state") == "down"
+        await ProducerStateTable(db, "PORT_TABLE").set("Ethernet8", {"admin_status": "up"})
+
+        async def updated_again() -> bool:
+            return await routes.hget("10.1.0.0/24", "nexthop") == "10.0.0.7"
+
+        await until(updated_again)
         await ProducerStateTable(db, "ROUTE_TABLE").delete("10.1.0.0/24")
         await ProducerStateTable(db, "PORT_TABLE").delete("Ethernet8")
 

@@ -1,7 +1,8 @@
-"""Example plugin: mirror APPL_DB PORT_TABLE into STATE_DB PORT_TABLE, marking each port ready.
+"""Example plugin: mirror APPL_DB PORT_TABLE into STATE_DB PORT_TABLE, marking which ports are up.
 
 What orchagent's PortsOrch does for STATE_DB in the simplest form: a SET writes the changed
-fields plus `state=ok`, a DEL removes the entry.
+fields, a DEL removes the entry. A change of `admin_status` also writes `state`: `ok` for a port
+that is up, `down` otherwise (the example's simplification: the route example waits for `ok`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ class PortMirrorOrch(Orch):
             await self.state.delete(task.key)
             self.log.info("port removed from STATE_DB", port=task.key)
             return
-        await self.state.set(task.key, [*task.fvs, ("state", "ok")])
+        admin = dict(task.fvs).get("admin_status")
+        state = None if admin is None else ("ok" if admin == "up" else "down")
+        await self.state.set(task.key, [*task.fvs, *([("state", state)] if state else [])])
         # Key and fields as values, not in the message: the log cuts long ones (a key or an entry
         # in Redis can be of any size), and escapes what would upset a terminal.
-        self.log.info("port -> STATE_DB state=ok", port=task.key, fields=dict(task.fvs))
+        self.log.info(f"port -> STATE_DB state={state or 'unchanged'}", port=task.key, fields=dict(task.fvs))
