@@ -176,8 +176,26 @@ async def test_watch_appl_db_leaves_the_key_set_to_the_consumer(
 
 
 def test_watch_text_form_and_count(server: EmbeddedRedis, db_config: Path) -> None:
-    raw(server, 4).hset("PORT|Ethernet8", mapping={"mtu": "9100", "speed": "100000"})
-    out = swssd("watch", "--db-config", db_config, "--db", "CONFIG_DB", "--table", "PORT", "--count", "1")
-    assert out.returncode == 0, out.stderr
-    stamp, rest = out.stdout.split(" ", 1)
-    assert stamp.endswith("Z") and rest == "SET PORT|Ethernet8 mtu=9100 speed=100000\n"
+    """--count N stops after N changes: the existing entries printed first are not counted."""
+    cfg = raw(server, 4)
+    cfg.hset("PORT|Ethernet8", mapping={"mtu": "9100", "speed": "100000"})
+    cfg.hset("PORT|Ethernet12", mapping={"mtu": "1500"})
+    env = dict(os.environ)
+    env.pop("SWSSD_DB_CONFIG", None)
+    proc = subprocess.Popen(
+        [*CLI, "watch", "--db-config", str(db_config), "--db", "CONFIG_DB", "--table", "PORT", "--count", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        existing = [proc.stdout.readline(), proc.stdout.readline()]
+        stamp, rest = existing[1].split(" ", 1)
+        assert stamp.endswith("Z") and rest == "SET PORT|Ethernet8 mtu=9100 speed=100000\n", existing
+        assert proc.poll() is None  # two existing entries printed, no change yet: still watching
+        cfg.hset("PORT|Ethernet8", "mtu", "1500")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.split(" ", 1)[1] == "SET PORT|Ethernet8 mtu=1500 speed=100000\n", out

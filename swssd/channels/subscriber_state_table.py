@@ -78,6 +78,12 @@ class SubscriberStateTable(Selectable, TableBase):
         self._resync_needed = True
         self._resync: AsyncIterator[list[KeyOpFieldsValues]] | None = None
         self._read_before = False
+        #: entries of the table's first read still in the buffer, and whether the read running is it
+        self._existing_buffered = 0
+        self._first_read = False
+        #: how many of the last pops()'s first entries were existing entries (the table's first
+        #: read), not changes: a tool that counts changes (`swssd watch --count`) skips them
+        self.existing_popped = 0
         #: entries set aside: not a hash, or an event on a channel outside the table
         self.bad_entries = 0
         #: times the table was read again after a pub/sub reconnect
@@ -122,17 +128,25 @@ class SubscriberStateTable(Selectable, TableBase):
         out: list[KeyOpFieldsValues] = []
         want = self.pop_batch_size
         buffer = self._buffer
+        self.existing_popped = 0
         while len(out) < want:
             if buffer:
                 out.append(buffer.popleft())
+                if self._existing_buffered:
+                    self._existing_buffered -= 1
+                    self.existing_popped += 1
                 continue
             if self._resync_needed:
                 self._resync_needed = False
+                self._first_read = not self._read_before
                 self._resync = self._read_table()
             if self._resync is None:
                 break
             try:
-                buffer.extend(await anext(self._resync))
+                chunk = await anext(self._resync)
+                buffer.extend(chunk)
+                if self._first_read:
+                    self._existing_buffered += len(chunk)
             except StopAsyncIteration:
                 self._resync = None
             except BaseException:

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enable-keyspace-events", action="store_true",
                         help="turn keyspace notifications on in Redis when they are off (CONFIG SET)")
     parser.add_argument("--count", type=int, default=0, metavar="N",
-                        help="stop after N changes (0: until Ctrl-C)")
+                        help="stop after N changes, not counting the existing entries printed first (0: until Ctrl-C)")
 
 
 def line(db: str, table: str, separator: str, task: KeyOpFieldsValues, as_json: bool) -> str:
@@ -60,8 +60,9 @@ async def run(args: argparse.Namespace) -> int:
             ready = await select.select()
             if not isinstance(ready, SubscriberStateTable):
                 continue
-            for task in await ready.pops():
+            tasks = await ready.pops()
+            for i, task in enumerate(tasks):
                 print(line(name, ready.name, db.separator, task, args.json), flush=True)
-                seen += 1
+                seen += i >= ready.existing_popped  # the existing entries printed first are not changes
                 if args.count and seen >= args.count:
                     return 0
