@@ -144,6 +144,8 @@ async def test_metrics_and_status_healthy_then_unhealthy(tmp_path: Path) -> None
             row = next(line.split() for line in ok.stdout.splitlines() if line.startswith("APPL_DB") and "M_A" in line)
             assert row[:8] == ["APPL_DB", "M_A", "300", "300", "0", "0", "0", "0"]
             assert "health: OK" in ok.stdout
+            # the columns the log's "handler failed; will retry" could be read against are explained
+            assert "retried: handler calls that raised Retry" in ok.stdout and "failed: handler errors" in ok.stdout
 
             server.stop()  # Redis goes away; the daemon keeps running and says so
             assert wait_until(lambda: "swssd_redis_up 0.0" in scrape(port), 30)

@@ -24,6 +24,9 @@ from ..errors import ConfigError
 from ..orch.config import DEFAULT_CONFIG, MetricsConfig, load_config
 
 COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
+#: What the two columns people mix up count (the log's "handler failed; will retry" is a failure).
+LEGEND = ("retried: handler calls that raised Retry (the task waits for a dependency); failed: handler errors "
+          "and time-outs, each run again after a backoff until max_attempts, then dead-lettered")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +146,7 @@ def render(snap: Snapshot) -> str:
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     reconnects = ", ".join(f"{k} {int(v)}" for k, v in sorted(snap.reconnects.items())) or "none"
     lines.append("")
+    lines.append(LEGEND)
     lines.append(f"loop lag {lag * 1000:.1f} ms; reconnects: {reconnects}")
     return "\n".join(lines)
 
