@@ -102,14 +102,19 @@ async def test_wrong_type_key_set_pauses_that_table_only_until_fixed(
 
 
 async def test_a_second_daemon_with_the_same_instance_is_refused(
-    db: DBConnector, db_config: Path, start_daemon: Any
+    db: DBConnector, db_config: Path, start_daemon: Any, tmp_path: Path
 ) -> None:
-    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("LEASED")]}])
+    capture = {"enabled": True, "directory": str(tmp_path / "capture"), "rec": True}
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("LEASED")]}],
+                         capture=capture)
     first = await start_daemon(config)
     assert first.ready.is_set()
     second = Daemon(config, handle_signals=False)
     with pytest.raises(ConfigError, match=r"daemon\.instance.*in use by"):
         await asyncio.wait_for(second.run(), 20)
+    # the refused daemon wrote nothing into the running one's capture files
+    rec = (tmp_path / "capture" / "swss.rec").read_text()
+    assert rec.count("recording started") == 1, rec
     other = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("OTHER")]}],
                         daemon={"instance": "second"})
     assert (await start_daemon(other)).ready.is_set()

@@ -229,14 +229,13 @@ class Daemon:
                 databases.check_db(db, f"orchs.{i}.databases.{j}")
             for db in orch.databases:
                 databases.check_db(db, f"orchs.{i}.plugin", f"plugin {oc.display_name!r} asks for")
-        names = db_names(config, self.runtimes)
-        if config.capture.enabled:
-            self.capture = await start_capture(config)
-        for name, namespace in names:
+        for name, namespace in db_names(config, self.runtimes):
             self.connectors[connector_key(name, namespace)] = await databases.connect(name, namespace)
         self.health.connected = True
         await take_leases(config, self.connectors, databases, self._leases)
         self._lease_watchers.extend(asyncio.ensure_future(self._on_lease_lost(lease)) for lease in self._leases)
+        if config.capture.enabled:  # after the leases: a refused second daemon writes no capture line
+            self.capture = await start_capture(config)
         for oc, rt in zip(config.orchs, self.runtimes):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
         for oc, rt in zip(config.orchs, self.runtimes):
