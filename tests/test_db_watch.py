@@ -22,10 +22,19 @@ from swssd.redis.embedded_redis import EmbeddedRedis
 CLI = [sys.executable, "-m", "swssd.cli"]
 
 
-def swssd(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def swssd(*args: str | Path, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """The command's output; with `timeout`, whatever it printed until then (then it is stopped)."""
     env = dict(os.environ)
     env.pop("SWSSD_DB_CONFIG", None)
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=60, env=env)
+    if timeout is None:
+        return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.fixture
@@ -199,3 +208,15 @@ def test_watch_text_form_and_count(server: EmbeddedRedis, db_config: Path) -> No
             proc.kill()
     assert proc.returncode == 0, err
     assert out.split(" ", 1)[1] == "SET PORT|Ethernet8 mtu=1500 speed=100000\n", out
+
+def test_watch_without_keyspace_events_names_its_own_flag(clean_redis: EmbeddedRedis, db_config: Path) -> None:
+    """The warning names what turns them on from where the user is: the flag, not the library's parameter."""
+    client = redis.Redis(port=clean_redis.port, decode_responses=True)
+    before = client.config_get("notify-keyspace-events")["notify-keyspace-events"]
+    client.config_set("notify-keyspace-events", "")
+    try:
+        out = swssd("watch", "--db-config", db_config, "--db", "CONFIG_DB", "--table", "PORT", "--count", "1",
+                    timeout=3)
+    finally:
+        client.config_set("notify-keyspace-events", before)
+    assert "does not publish keyspace events" in out.stderr and "--enable-keyspace-events" in out.stderr, out.stderr

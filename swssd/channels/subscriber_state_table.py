@@ -276,7 +276,9 @@ class SubscriberStateTable(Selectable, TableBase):
         log.warning(
             f"Redis at {self.db.address} does not publish keyspace events (notify-keyspace-events is "
             f"{flags!r}): {self.name} gets its existing entries but no later change. Set "
-            "notify-keyspace-events to AKE in redis.conf (as SONiC does), or enable_keyspace_events",
+            "notify-keyspace-events to AKE in redis.conf (as SONiC does), or have swssd turn them on: "
+            "--enable-keyspace-events (swssd watch), enable_keyspace_events = true in [daemon] (swssd run), "
+            "enable_keyspace_events=True (the library)",
             table=self.name,
         )
 
