@@ -429,6 +429,31 @@ async def test_reconnects_after_the_subscription_is_killed(db: DBConnector) -> N
         assert await cst.pops() == [KeyOpFieldsValues("Ethernet4", "SET", [("mtu", "1500")])]
 
 
+async def test_reconnect_is_logged_when_it_happens_with_how_long_it_was_down(db: DBConnector) -> None:
+    """The reader says when it is back, with the time it was down (the daemon's health loop used to
+    say it at its next tick, with a duration counted from when it noticed)."""
+    from structlog.testing import capture_logs
+
+    async with Select(reconnect_min=0.4, reconnect_max=0.4) as sel:
+        await added(sel, ConsumerStateTable(db, "PORT_TABLE"))
+        assert sel.down_since is None
+        with capture_logs() as logs:
+            await db.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+            for _ in range(100):
+                if sel.down_since is not None:
+                    break
+                await asyncio.sleep(0.01)
+            lost_at = sel.down_since
+            assert lost_at is not None
+            for _ in range(300):
+                if sel.connected:
+                    break
+                await asyncio.sleep(0.01)
+            assert sel.connected and sel.down_since is None
+        (back,) = [e for e in logs if e["event"] == "pubsub reconnected"]
+        assert 0.3 <= back["down_for"] < 2.0, back  # the reconnect delay, not a health interval
+
+
 async def test_remove_unsubscribes_only_when_no_table_shares_the_channel(
     db: DBConnector, sel: Select
 ) -> None:

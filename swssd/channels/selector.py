@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import time
 from collections.abc import Awaitable
 from typing import Any, cast
 
@@ -140,6 +141,12 @@ class Select:
         return all(s.connected for s in self._servers.values())
 
     @property
+    def down_since(self) -> float | None:
+        """When the first pub/sub connection now down was lost (time.monotonic()), None while all are up."""
+        lost = [s.down_since for s in self._servers.values() if s.down_since is not None]
+        return min(lost) if lost else None
+
+    @property
     def reconnects(self) -> int:
         """How many times a pub/sub connection was re-established."""
         return sum(s.reconnects for s in self._servers.values())
@@ -239,6 +246,8 @@ class _ServerSubscription:
         self._task: asyncio.Task[None] | None = None
         self.connected = False
         self.reconnects = 0
+        #: when the connection was lost (monotonic), None while it is up
+        self.down_since: float | None = None
         self.address = db.address
         #: when a refused subscription was last logged; None while subscriptions are accepted
         self._refused_logged: float | None = None
@@ -297,8 +306,11 @@ class _ServerSubscription:
                         conn.send((_SUBSCRIBE[pattern], *names))
                 if not first and self._refused_logged is None:
                     self.reconnects += 1
-                    log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed))
+                    down = time.monotonic() - (self.down_since or time.monotonic())
+                    log.info("pubsub reconnected", address=self.address, subscriptions=len(self._subscribed),
+                             down_for=round(down, 3))
                 self.connected = True
+                self.down_since = None
                 backoff.reset()
                 await conn.wait_closed()  # messages go to _read as they come; this raises how it ended
             except asyncio.CancelledError:
@@ -314,6 +326,8 @@ class _ServerSubscription:
                 log.exception("pubsub reader failed; reconnecting", address=self.address)
             finally:
                 self.connected = False
+                if self.down_since is None:
+                    self.down_since = time.monotonic()
                 self._conn = None
                 self._confirmed.clear()
                 if conn is not None:

@@ -71,20 +71,14 @@ class RedisHealth:
         self.down_since = None
 
     async def watch(self) -> None:
-        """Say so, every health_interval, while Redis cannot be reached."""
-        pubsub_down_since: float | None = None
+        """Say so, every health_interval, while Redis cannot be reached (the pub/sub reader says
+        itself when it is connected again, with how long it was down)."""
         while True:
             await asyncio.sleep(self.config.daemon.health_interval)
             self.notifier.status(self.status_line())
-            now = time.monotonic()
-            if self.select.connected:
-                if pubsub_down_since is not None:
-                    log.info("Redis pub/sub connected again", down_for=round(now - pubsub_down_since, 3))
-                pubsub_down_since = None
-            elif pubsub_down_since is None:
-                pubsub_down_since = now
             if not self.up:
-                since = self.down_since or self.probe_down_since or pubsub_down_since or now
+                now = time.monotonic()
+                since = self.down_since or self.probe_down_since or self.select.down_since or now
                 log.warning(
                     "Redis unreachable; still retrying", down_for=round(now - since, 1),
                     error=self.pop_error or self.probe_error or "pub/sub connection down",
