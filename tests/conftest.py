@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +24,13 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_py4j() -> None:
+    """py4j says "Closing down clientserver connection" at INFO when the interpreter exits, after
+    pytest's summary, through the stdlib handler a test's logging set-up left in place."""
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
