@@ -175,3 +175,38 @@ async def test_daemon_logs_cut_while_the_capture_keeps_the_whole_task(
     assert log.count("task dead-lettered") == 2  # both failures were logged
     assert not CONTROL.search(log)
     assert max(len(line) for line in log.splitlines()) < 5000
+
+
+def test_a_key_that_is_not_utf8_cannot_stop_a_daemon_logging_to_a_file(
+    clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """A key with the byte 0xff (Python's surrogate escape) logged to a file in the console
+    format: the log line is written with the byte escaped, and the daemon goes on."""
+    import asyncio
+
+    from daemon_harness import DaemonProcess, wait_until, write_config
+    from swssd import DBConnector, ProducerStateTable
+
+    log_file = tmp_path / "swssd.log"
+    config = write_config(tmp_path, clean_redis, {
+        "logging": {"format": "console", "level": "info", "file": str(log_file)},
+        "orchs": [{"plugin": "swssd.orch.examples.port_mirror:PortMirrorOrch",
+                   "options": {"state_table": "MIRRORED"}, "tables": [{"db": "APPL_DB", "table": "PORTS_IN"}]}],
+    })
+    daemon = DaemonProcess(config, tmp_path / "stderr")
+    try:
+        assert wait_until(lambda: log_file.exists() and " ready " in log_file.read_text(errors="replace"), 30)
+
+        async def produce(key: str) -> None:
+            db = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+            await ProducerStateTable(db, "PORTS_IN").set(key, [("admin_status", "up")])
+            await db.close()
+
+        asyncio.run(produce("Ethernet\udcff"))
+        asyncio.run(produce("Ethernet4"))
+        assert wait_until(lambda: "Ethernet4" in log_file.read_text(errors="replace"), 30), log_file.read_text()
+        text = log_file.read_bytes().decode("utf-8")  # still valid UTF-8: the byte is escaped
+        assert "Ethernet\\udcff" in text or "Ethernet\\xff" in text, text[-2000:]
+        assert daemon.proc.poll() is None, "the daemon stopped"
+    finally:
+        assert daemon.stop() == 0

@@ -69,7 +69,11 @@ class _Output:
         replaced later (a test runner's capture, closed when it ends) is followed, not kept."""
         if self.path is None:
             return None
-        return io.TextIOWrapper(io.BufferedWriter(open_append(self.path)), encoding="utf-8", line_buffering=True)
+        # backslashreplace: a key or value that is not UTF-8 (surrogate-escaped bytes) is written
+        # escaped, as on stderr; a strict encoder would raise inside the log call and stop the daemon.
+        return io.TextIOWrapper(
+            io.BufferedWriter(open_append(self.path)), encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
 
     @property
     def _stream(self) -> IO[str]:
