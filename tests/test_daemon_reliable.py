@@ -165,6 +165,36 @@ async def test_shutdown_keeps_what_it_could_not_finish_and_the_next_start_runs_i
         assert await db.redis.hkeys(inflight_key("swssd", name)) == ["seq"]
 
 
+async def test_a_clean_stop_does_not_hand_over_again_what_was_handled(db: DBConnector, db_config: Path) -> None:
+    """At-least-once is for crashes: after a clean stop the next start runs only the tasks not done,
+    not the handled tasks that shared their batches."""
+    tables = [table("MIXED"), table("MIXEDQ", kind="queue")]
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables}])
+    daemon = Daemon(config, handle_signals=False)
+    run = asyncio.ensure_future(daemon.run())
+    await asyncio.wait_for(daemon.ready.wait(), 20)
+    state, queue = ProducerStateTable(db, "MIXED", buffered=True), ProducerTable(db, "MIXEDQ", buffered=True)
+    for producer in (state, queue):  # one batch each: a held task and handled ones
+        await producer.set("ok1", [("f", "1")])
+        await producer.set("hold1", [("f", "1")])
+        await producer.set("ok2", [("f", "1")])
+        await producer.flush()
+    await eventually(lambda: len(orch_of(daemon).handled) == 4 and daemon.pending_count == 2)
+    daemon.stop()
+    assert await asyncio.wait_for(run, 30) == 0
+
+    released = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": tables,
+                                        "options": {"release": True}}])
+    again = Daemon(released, handle_signals=False)
+    run = asyncio.ensure_future(again.run())
+    await asyncio.wait_for(again.ready.wait(), 20)
+    await eventually(lambda: len(orch_of(again).handled) >= 2)
+    await asyncio.sleep(0.3)
+    assert sorted((t, task.key) for t, task in orch_of(again).handled) == [("MIXED", "hold1"), ("MIXEDQ", "hold1")]
+    again.stop()
+    assert await asyncio.wait_for(run, 30) == 0
+
+
 # -- as a process ---------------------------------------------------------------------------
 
 

@@ -316,9 +316,9 @@ class ReliablePop:
         low = replaced[0]
         snapshot = self._encode([e.task for e in self.pending.live()])
         self.pending.rebase(low)  # safe whether or not the transaction below lands
+        older = [("HDEL", self.record, *map(str, replaced[1:]))] if len(replaced) > 1 else []
         replies = await self.db.execute_many([
-            ("MULTI",), ("HDEL", self.record, *map(str, replaced[1:])), ("HSET", self.record, str(low), snapshot),
-            ("EXEC",),
+            ("MULTI",), *older, ("HSET", self.record, str(low), snapshot), ("EXEC",),
         ])
         if isinstance(replies[-1], Exception) or replies[-1] is None:
             raise RedisError(f"in-flight record not compacted: {replies[-1]}")
@@ -328,9 +328,15 @@ class ReliablePop:
         log.info("in-flight record compacted", db=self.db.name, table=self.table, batches=len(replaced),
                  tasks=len(self.pending.live()))
 
+    async def _keep_only_undone(self) -> None:
+        await self.clear()
+        if self._kept:
+            await self._compact()
+
     async def close(self, timeout: float) -> None:
-        """Remove what is finished (bounded by `timeout`) and stop the clearing task. Batches of
-        tasks not done stay in the record for the next start.
+        """Remove what is finished (bounded by `timeout`) and stop the clearing task. The tasks not
+        done stay in the record for the next start, as one snapshot of them: the handled tasks
+        that shared their batches are not handed over again (at-least-once is for crashes).
 
         The clearing task is cancelled until it ends: a cancellation that lands in a library call
         can be lost (a shutdown of 50 tables once waited forever on one clearing task that had
@@ -341,7 +347,7 @@ class ReliablePop:
                 await asyncio.wait((self._clearer,), timeout=0.1)
             self._clearer = None
         try:
-            await asyncio.wait_for(self.clear(), timeout)
+            await asyncio.wait_for(self._keep_only_undone(), timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("in-flight record not cleared; the next start hands its batches over again",
                         db=self.db.name, table=self.table, error=str(exc))
