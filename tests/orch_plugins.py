@@ -114,3 +114,16 @@ class MirrorOrch(Orch):
             await self._db.redis.delete(name)
         else:
             await self._db.redis.hset(name, mapping=dict(task.fvs))
+
+
+class Poison(BaseException):
+    """Not an Exception: what no handler error path catches, so the table's worker dies of it."""
+
+
+class PoisonOrch(RecordingOrch):
+    """Records every task; a key starting with `poison` kills the worker (a crash, not a failure)."""
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("poison"):
+            raise Poison(task.key)
+        self.record(table, task)

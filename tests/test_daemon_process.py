@@ -515,3 +515,30 @@ def test_unreachable_redis_names_the_file_it_came_from_and_what_to_do(tmp_path: 
     assert "waiting for Redis" in first, first
     assert f"address_from={tmp_path / 'database_config.json'}" in first, first
     assert "`swssd run` without --config" in first, first
+
+
+def test_a_crash_exits_non_zero_on_every_start(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """A task that kills its worker: the first start exits 1; the next takes it over from the
+    in-flight record and crashes again during start-up, which must exit non-zero too (an exit 0
+    would leave a Restart=on-failure unit down, as if it had stopped cleanly)."""
+    import asyncio
+
+    from daemon_harness import DaemonProcess, write_config
+    from swssd import DBConnector, ProducerStateTable
+
+    config = write_config(tmp_path, clean_redis, {"orchs": [{
+        "plugin": "orch_plugins:PoisonOrch", "options": {"record": str(tmp_path / "r.jsonl")},
+        "tables": [{"db": "APPL_DB", "table": "POISONED"}],
+    }]})
+    first = DaemonProcess(config, tmp_path / "log1")
+    first.wait_ready()
+
+    async def produce() -> None:
+        db = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+        await ProducerStateTable(db, "POISONED").set("poison1", [("f", "v")])
+        await db.close()
+
+    asyncio.run(produce())
+    assert first.wait(30) == 1
+    second = DaemonProcess(config, tmp_path / "log2")
+    assert second.wait(30) != 0, (tmp_path / "log2").read_text()[-2000:]

@@ -160,7 +160,7 @@ class Daemon:
             helpers.append(asyncio.ensure_future(self.loop_probe.run()))
             self._metrics_server = await serve_metrics(self.config, self, self.loop_probe)
             if not await self._until_stopped(self._start()):
-                return 1 if self._force.is_set() else 0
+                return 1 if self._force.is_set() or self._crashed else 0  # a crash at start-up too
             helpers.append(asyncio.ensure_future(self.health.watch()))
             helpers.append(asyncio.ensure_future(self.health.probe(self.connectors)))
             await self._consume()
