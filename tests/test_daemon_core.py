@@ -293,3 +293,33 @@ async def test_stop_while_waiting_for_redis_at_start(tmp_path: Path) -> None:
         daemon.stop()
         assert await asyncio.wait_for(run, 10) == 0
     assert not daemon.ready.is_set()
+
+
+async def test_reconcile_of_a_large_table_stays_within_pending_limit(
+    db: DBConnector, db_config: Path, start_daemon: Any
+) -> None:
+    """Reconcile reads a SCAN step at a time and waits for the worker past pending_limit: memory
+    stays bounded, every entry is handled, and another table is popped meanwhile."""
+    entries = 3000
+    for start in range(0, entries, 500):
+        await db.execute_many([("HSET", f"BIG:k{i:05d}", "f", str(i)) for i in range(start, start + 500)])
+    config = make_config(db_config, [{"plugin": f"{MODULE}:GatedOrch", "options": {"gated": ["BIG"]},
+                                      "tables": [table("BIG", reconcile=True, pending_limit=100), table("SMALL")]}])
+    daemon = await start_daemon(config)
+    orch: GatedOrch = daemon.runtimes[0].orch  # type: ignore[assignment]
+    big = daemon.workers[0]
+    await ProducerStateTable(db, "SMALL").set("s", [("f", "v")])
+    await eventually(lambda: ("SMALL", KeyOpFieldsValues("s", "SET", [("f", "v")])) in orch.handled)
+    await asyncio.sleep(0.3)
+    # held by the gate: reconcile stopped at the limit (plus the one SCAN step it was adding)
+    assert 100 <= big.pending_count <= 100 + 1024, big.pending_count
+    orch.gate.set()
+    peak = 0
+    for _ in range(2000):
+        peak = max(peak, big.pending_count)
+        if sum(t == "BIG" for t, _ in orch.handled) == entries:
+            break
+        await asyncio.sleep(0.005)
+    assert sum(t == "BIG" for t, _ in orch.handled) == entries
+    assert peak <= 100 + 1024, peak
+    assert {task.key for t, task in orch.handled if t == "BIG"} == {f"k{i:05d}" for i in range(entries)}

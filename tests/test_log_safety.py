@@ -157,8 +157,9 @@ async def test_daemon_logs_cut_while_the_capture_keeps_the_whole_task(
     def dead_lettered() -> list[dict[str, object]]:
         if not jsonl.exists():
             return []
-        # JSON Lines end at "\n" only (\u2028 is no line end); the last line may be half written.
-        lines = jsonl.read_text(encoding="utf-8").split("\n")[:-1]
+        # JSON Lines end at "\n" only (\u2028 is no line end); the last line may be half written,
+        # even cut inside a character: split the bytes, and decode only the whole lines.
+        lines = [line.decode("utf-8") for line in jsonl.read_bytes().split(b"\n")[:-1]]
         return [r for r in map(json.loads, lines) if r.get("dead_letter")]
 
     try:

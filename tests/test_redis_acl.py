@@ -148,13 +148,22 @@ def test_read_only_tools_run_as_the_readme_reader(server: EmbeddedRedis, tmp_pat
                           capture_output=True, text=True, timeout=60, env=env)
     assert dump.returncode == 0, dump.stderr
     assert json.loads(dump.stdout) == {"PORT_TABLE": {"Ethernet0": {"speed": "100000"}}}
-    watch = subprocess.run(
+    # --count 1: the existing entry, then one change (the existing entries are not counted)
+    watch = subprocess.Popen(
         [sys.executable, "-m", "swssd.cli", "watch", "--url", url, "--db", "CONFIG_DB", "--table", "PORT",
-         "--count", "1", "--json"], capture_output=True, text=True, timeout=60, env=env,
+         "--count", "1", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
-    assert watch.returncode == 0, watch.stderr
-    assert json.loads(watch.stdout)["fvs"] == {"mtu": "9100"}
-    assert refusals_in(dump.stderr + watch.stderr) == []
+    try:
+        assert watch.stdout is not None
+        assert json.loads(watch.stdout.readline())["fvs"] == {"mtu": "9100"}
+        admin.hset("PORT|Ethernet0", "mtu", "1500")
+        out, err = watch.communicate(timeout=60)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    assert watch.returncode == 0, err
+    assert json.loads(out)["fvs"] == {"mtu": "1500"}
+    assert refusals_in(dump.stderr + err) == []
     assert acl_refusals(server, "swssd-reader") <= OPTIONAL
 
 

@@ -77,6 +77,8 @@ class Daemon:
         self._refused: dict[TableWorker, tuple[Backoff, float]] = {}
         self._leases: list[InstanceLease] = []
         self._lease_watchers: list[asyncio.Task[None]] = []
+        #: tables reconciling in the background, subscribed when done
+        self._reconciling: dict[TableWorker, asyncio.Task[None]] = {}
         self._started: list[OrchRuntime] = []
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
@@ -250,7 +252,7 @@ class Daemon:
         for oc, rt in zip(config.orchs, self.runtimes):
             for t in oc.tables:
                 await self._add_table(rt, t)
-        await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers))
+        await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers if w not in self._reconciling))
         # What start-up built lives as long as the daemon: keep the cyclic GC from scanning it
         # again and again while tasks stream through (BENCHMARKS.md, table library findings).
         gc.collect()
@@ -258,7 +260,7 @@ class Daemon:
         self.ready.set()
         log.info(
             "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),
-            reconciled=self.pending_count,
+            pending=self.pending_count, reconciling=sum(not t.done() for t in self._reconciling.values()),
         )
 
     async def _on_lease_lost(self, lease: InstanceLease) -> None:
@@ -280,6 +282,9 @@ class Daemon:
             rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
             self._dead_letter, self.select, table=table, kind=kind,
         )
+        self.workers.append(worker)
+        self._by_table[consumer] = worker
+        worker.start().add_done_callback(self._worker_done)
         if kind in ("state", "queue"):
             stats = worker.stats
             source = ReliablePop(
@@ -290,10 +295,17 @@ class Daemon:
             worker.on_progress = source.progress
             await self.databases.while_unreachable(lambda: take_over(worker, source), db_name)
         if tc.reconcile:
-            await self.databases.while_unreachable(lambda: reconcile(worker, db), db_name)
-        self.workers.append(worker)
-        self._by_table[consumer] = worker
-        worker.start().add_done_callback(self._worker_done)
+            task = asyncio.ensure_future(self._reconcile_then_subscribe(worker, db))
+            task.add_done_callback(self._worker_done)  # failing there is a crash, as a worker's
+            self._reconciling[worker] = task
+
+    async def _reconcile_then_subscribe(self, worker: TableWorker, db: DBConnector) -> None:
+        """Reconcile in the background (past pending_limit it waits for the worker to work the
+        entries down, so a large table neither fills memory nor holds up the other tables), then
+        subscribe: the table is popped only once its existing entries are pending, so no
+        reconciled value can land after a newer popped one."""
+        await self.databases.while_unreachable(lambda: reconcile(worker, db), worker.db_name)
+        await self.select.add(worker.consumer)
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -408,6 +420,8 @@ class Daemon:
         self._stop.set()
         self.serving = False
         self.notifier.stopping()
+        for task in self._reconciling.values():  # no more reconciled entries; what is pending runs
+            task.cancel()
         deadline = asyncio.get_running_loop().time() + self.config.daemon.shutdown_timeout
         if not self._force.is_set():
             await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)

@@ -20,7 +20,7 @@ from ..fields import SET_COMMAND, KeyOpFieldsValues
 from ..ops.metrics import DaemonFigures, LoopProbe, serve
 from ..ops.metrics_server import MetricsServer
 from ..redis.connector import DBConnector
-from ..redis.scan import read_table
+from ..redis.scan import scan_table
 from .config import Config
 from .databases import Databases
 from .lease import InstanceInUseError, InstanceLease
@@ -125,15 +125,24 @@ async def take_over(worker: TableWorker, source: ReliablePop) -> None:
 
 async def reconcile(worker: TableWorker, db: DBConnector) -> None:
     """The table's existing entries as pending SETs, after what was taken over (SCAN, never
-    KEYS); keys under the table's prefix that are not hashes are skipped, in one log line."""
-    found = await read_table(db, worker.table, RECONCILE_CHUNK)
-    if found.not_hashes:
+    KEYS), a SCAN step at a time: past the table's pending_limit it waits for the worker to work
+    the map down, so a table of any size costs no more memory than its limit. Keys under the
+    table's prefix that are not hashes are skipped, in one log line."""
+    entries = skipped = 0
+    first_skipped = ""
+    async for chunk in scan_table(db, worker.table, RECONCILE_CHUNK):
+        if chunk.not_hashes:
+            skipped += len(chunk.not_hashes)
+            first_skipped = first_skipped or chunk.not_hashes[0]
+        found = {key: fvs for key, fvs in chunk.entries.items() if fvs}
+        await worker.wait_for_room()
+        worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, found[key]) for key in sorted(found))
+        worker.wake()
+        entries += len(found)
+    if skipped:
         log.error("reconcile: keys skipped, not hashes", db=worker.db_name, table=worker.table,
-                  skipped=len(found.not_hashes), first=found.not_hashes[0][:KEY_EXCERPT])
-    entries = {key: fvs for key, fvs in found.entries.items() if fvs}
-    worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, entries[key]) for key in sorted(entries))
-    log.info("reconciled", db=worker.db_name, table=worker.table, entries=len(entries),
-             skipped=len(found.not_hashes))
+                  skipped=skipped, first=first_skipped[:KEY_EXCERPT])
+    log.info("reconciled", db=worker.db_name, table=worker.table, entries=entries, skipped=skipped)
 
 
 def db_names(config: Config, runtimes: list[OrchRuntime]) -> list[tuple[str, str]]:

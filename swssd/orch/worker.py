@@ -141,6 +141,9 @@ class TableWorker:
         #: called after a pass that finished tasks (the reliable pop clears its record then)
         self.on_progress: Callable[[], None] = _nothing
         self._wakeup = asyncio.Event()
+        #: set while the pending map is below its limit (what reconcile waits for)
+        self._room = asyncio.Event()
+        self._room.set()
         self._closing = False
         #: the soonest loop time a task of this pass may run again
         self._next_at: float | None = None
@@ -178,6 +181,14 @@ class TableWorker:
 
     def wake(self) -> None:
         self._wakeup.set()
+
+    async def wait_for_room(self) -> None:
+        """Until the pending map is below its limit again (down to resume_below): what feeds it
+        other than the pops (reconcile) waits here, so memory stays bounded by pending_limit."""
+        while len(self.pending) >= self.pending_limit:
+            self._room.clear()
+            self._wakeup.set()
+            await self._room.wait()
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -275,6 +286,8 @@ class TableWorker:
             self.paused = False
             self._log.info("table resumed", pending=len(pending))
             self._select.resume(self.consumer)
+        if len(pending) < self.resume_below:
+            self._room.set()
         if done:
             self.on_progress()
         if again:

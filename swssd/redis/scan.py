@@ -9,6 +9,7 @@ characters escaped, so a table named `*` reads `*:x` and nothing else.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from ..fields import FieldValues
@@ -37,25 +38,36 @@ def table_pattern(table: str, separator: str) -> str:
     return glob_escape(table + separator) + "*"
 
 
-async def read_table(db: DBConnector, table: str, count: int = SCAN_COUNT) -> TableContents:
-    """Every entry of `table` by SCAN and pipelined HGETALLs. Not atomic (unlike table_dump.lua):
-    a key written meanwhile may be seen or not. A key that is not a hash is listed, not raised."""
+async def scan_table(db: DBConnector, table: str, count: int = SCAN_COUNT) -> AsyncIterator[TableContents]:
+    """`table`'s entries a SCAN step at a time (pipelined HGETALLs), so a caller can bound what it
+    holds. Not atomic (unlike table_dump.lua): a key written meanwhile may be seen or not. A key
+    that is not a hash is listed, not raised."""
     prefix = table + db.separator
-    out = TableContents()
     seen: set[str] = set()
     cursor = 0
     while True:
         cursor, found = await db.redis.scan(cursor, match=table_pattern(table, db.separator), count=count)
         names = sorted({str(n) for n in found} - seen)  # SCAN may return a key twice
         seen.update(names)
+        chunk = TableContents()
         replies = await db.execute_many([("HGETALL", name) for name in names])
         for name, reply in zip(names, replies):
             if isinstance(reply, Exception):
                 if not str(reply).startswith("WRONGTYPE"):
                     raise reply
-                out.not_hashes.append(name)
+                chunk.not_hashes.append(name)
             elif reply:  # empty: deleted since SCAN saw it
                 pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
-                out.entries[name[len(prefix):]] = [(f, v) for f, v in pairs if f != "NULL"]
+                chunk.entries[name[len(prefix):]] = [(f, v) for f, v in pairs if f != "NULL"]
+        yield chunk
         if int(cursor) == 0:
-            return out
+            return
+
+
+async def read_table(db: DBConnector, table: str, count: int = SCAN_COUNT) -> TableContents:
+    """Every entry of `table` (scan_table's chunks together)."""
+    out = TableContents()
+    async for chunk in scan_table(db, table, count):
+        out.entries.update(chunk.entries)
+        out.not_hashes.extend(chunk.not_hashes)
+    return out
