@@ -6,7 +6,7 @@
 #   ARCHIVE   a sonic-swss-common-*.tar.gz; default: the newest
 #             ../shared/vendor/sonic-swss-common-*.tar.gz beside the repository root.
 #             When there is none, says so in one line and exits 0 (the interop tests then skip,
-#             saying why).
+#             saying why); an ARCHIVE given that does not exist is an error.
 #
 # The build goes to
 #   ${SWSSD_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/swssd/swss-common}/<first 16 hex of sha256>/
@@ -43,8 +43,8 @@ if [ -z "$archive" ]; then
     fi
 fi
 if [ ! -f "$archive" ]; then
-    say "no such archive: $archive; not building sonic-swss-common (the interop tests will skip)"
-    exit 0
+    say "no such archive: $archive"
+    exit 1
 fi
 archive=$(cd "$(dirname "$archive")" && pwd)/$(basename "$archive")
 
@@ -106,6 +106,8 @@ say "building for $python (Python $py_version)"
 mkdir -p "$cache_root"
 work=$(mktemp -d "$cache_root/.build-$sha.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 log=$work/build.log
 fail() {
     say "FAILED: $1 after $(elapsed); the last lines of $cache_root/build-$sha.failed.log:"
