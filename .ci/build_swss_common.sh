@@ -100,6 +100,9 @@ fi
 python=$("${PYTHON3:-python3}" -c 'import os, sys; print(os.path.realpath(sys.executable))')
 py_version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 py_include=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+# The binding links the interpreter's BLDLIBRARY (-lpython3.X): find the interpreter's own
+# libpython first (a pyenv build), not only the system's.
+py_libdir=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
 say "building for $python (Python $py_version)"
 
 # --- build in a temporary directory -------------------------------------------------------------
@@ -132,7 +135,8 @@ say "configure ($(elapsed))"
 # PYTHON3 picks the interpreter for the binding (its BLDLIBRARY is linked); its headers are added
 # after the /usr/include/python$VERSION that pyext/py3/Makefile.am names.
 ./configure --disable-yangmodules --disable-python2 --disable-static \
-    PYTHON3="$python" CPPFLAGS="-I$py_include ${CPPFLAGS:-}" >>"$log" 2>&1 || fail "configure"
+    PYTHON3="$python" CPPFLAGS="-I$py_include ${CPPFLAGS:-}" \
+    LDFLAGS="${py_libdir:+-L$py_libdir }${LDFLAGS:-}" >>"$log" 2>&1 || fail "configure"
 # Only the library and the Python binding: `make` (all) would also build sonic-db-cli and the
 # gtest unit tests (tests/tests is in bin_PROGRAMS). cfg_schema.h is a BUILT_SOURCE, which a
 # named target does not make by itself.
