@@ -266,3 +266,74 @@ async def test_a_task_held_back_for_ever_does_not_grow_the_record(
     fields = await db.redis.hkeys(inflight_key("swssd", "HOLDQ"))
     assert len(fields) <= 258, len(fields)
     assert daemon.reliable[daemon.workers[0]].compactions >= 1
+
+
+# -- its own keys, hostile -------------------------------------------------------------------
+
+
+def _produce(server: EmbeddedRedis, table_name: str, key: str, value: str) -> None:
+    async def produce() -> None:
+        db = await DBConnector.from_url(server.url, db_id=0, separator=":", name="APPL_DB")
+        await ProducerStateTable(db, table_name).set(key, [("f", value)])
+        await db.close()
+
+    asyncio.run(produce())
+
+
+def _recording_config(tmp_path: Path, server: EmbeddedRedis, records: Path, *tables: str) -> Path:
+    return write_config(tmp_path, server, {"orchs": [{
+        "plugin": "orch_plugins:RecordingOrch", "options": {"record": str(records)},
+        "tables": [{"db": "APPL_DB", "table": t} for t in tables],
+    }]})
+
+
+@pytest.mark.parametrize("case", ["malformed-fields", "record-not-a-hash", "lease-not-a-string", "lease-garbage"])
+def test_a_malformed_own_key_is_set_aside_and_the_daemon_starts(
+    clean_redis: EmbeddedRedis, tmp_path: Path, case: str
+) -> None:
+    import redis
+
+    raw = redis.Redis(port=clean_redis.port, decode_responses=True)
+    record = inflight_key("swssd", "OWN")
+    if case == "malformed-fields":  # one good batch among junk: it is still handed over
+        raw.hset(record, mapping={"seq": "abc", "bogus": "x", "3": "notjson\xff", "4": '[["good", ["f", "v"], 0]]'})
+    elif case == "record-not-a-hash":
+        raw.set(record, "not a hash")
+    elif case == "lease-not-a-string":
+        raw.hset("_SWSSD_INSTANCE:swssd", "holder", "x")
+    else:
+        raw.set("_SWSSD_INSTANCE:swssd", "garbage")
+    records = tmp_path / "records.jsonl"
+    daemon = DaemonProcess(_recording_config(tmp_path, clean_redis, records, "OWN"), tmp_path / "log")
+    try:
+        daemon.wait_ready()
+        (aside,) = daemon.events("own key unreadable: set aside")
+        assert aside["set_aside_as"].startswith(aside["key"] + ":set-aside:") and raw.exists(aside["set_aside_as"])
+        if case == "malformed-fields":
+            assert wait_until(lambda: ("OWN", "good", "SET", [("f", "v")]) in read_records(records), 10)
+            assert "not a batch number" in aside["reason"] and "not a sequence number" in aside["reason"]
+        _produce(clean_redis, "OWN", "later", "1")
+        assert wait_until(lambda: ("OWN", "later", "SET", [("f", "1")]) in read_records(records), 10)
+        assert not [line for line in (tmp_path / "log").read_text().splitlines() if "Traceback" in line]
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_a_sequence_jump_written_into_the_record_costs_nothing(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """`HSET <record> seq 1000000000` under a running daemon: the next pop reads the record's
+    fields instead of a billion numbers (it ran out of memory), and changes keep coming."""
+    import redis
+
+    raw = redis.Redis(port=clean_redis.port, decode_responses=True)
+    records = tmp_path / "records.jsonl"
+    daemon = DaemonProcess(_recording_config(tmp_path, clean_redis, records, "JUMP"), tmp_path / "log")
+    try:
+        daemon.wait_ready()
+        for i in range(3):
+            if i == 1:
+                raw.hset(inflight_key("swssd", "JUMP"), "seq", "1000000000")
+            _produce(clean_redis, "JUMP", f"k{i}", str(i))
+            assert wait_until(lambda i=i: ("JUMP", f"k{i}", "SET", [("f", str(i))]) in read_records(records), 10)
+        assert daemon.proc.poll() is None
+    finally:
+        assert daemon.stop() == 0

@@ -15,10 +15,11 @@ import socket
 from pathlib import Path
 
 import structlog
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from ..lua import INSTANCE_LEASE
 from ..redis.connector import DBConnector
+from .own_keys import set_aside
 
 log = structlog.get_logger("swssd.daemon")
 
@@ -32,6 +33,12 @@ class InstanceInUseError(Exception):
 
 def lease_key(instance: str) -> str:
     return f"_SWSSD_INSTANCE:{instance}"
+
+
+def _is_holder(value: str) -> bool:
+    """Whether a lease value is what a daemon writes: `host:pid`."""
+    host, sep, pid = value.rpartition(":")
+    return bool(host) and bool(sep) and pid.isdigit()
 
 
 class InstanceLease:
@@ -62,6 +69,10 @@ class InstanceLease:
                 _HELD_HERE.add(self._here)
                 self._refresher = asyncio.ensure_future(self._refresh())
                 return
+            if current and not _is_holder(current):
+                await set_aside(self.db, self.key, "malformed", f"not a host:pid lease holder: {current!r}")
+                expected = ""
+                continue
             if current and not self._gone(current):
                 raise InstanceInUseError(
                     f"instance {self.instance!r} is in use by {current} (lease {self.key} on {self.db.address}); "
@@ -90,7 +101,14 @@ class InstanceLease:
             return False
 
     async def _swap(self, expected: str, new: str) -> tuple[bool, str]:
-        ok, current = await self.db.evalsha(INSTANCE_LEASE, [self.key], [expected, new, self.ttl_ms])
+        try:
+            ok, current = await self.db.evalsha(INSTANCE_LEASE, [self.key], [expected, new, self.ttl_ms])
+        except ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            # not a lease any daemon wrote: nobody holds it
+            await set_aside(self.db, self.key, "wrong-type", str(exc))
+            ok, current = await self.db.evalsha(INSTANCE_LEASE, [self.key], [expected, new, self.ttl_ms])
         return bool(ok), str(current)
 
     async def _refresh(self) -> None:

@@ -41,10 +41,13 @@ from ..channels.consumer_state_table import ConsumerStateTable
 from ..channels.consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
 from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
+from .own_keys import set_aside
 from .pending import PendingMap
 
 #: seconds between attempts to clear the record while Redis fails them, at most
 _CLEAR_RETRY_MAX = 2.0
+#: lost replies read back by number; a larger jump of the counter lists the record's fields
+_READ_BACK_SPAN = 1024
 
 log = structlog.get_logger("swssd.daemon")
 
@@ -131,15 +134,48 @@ class ReliablePop:
 
     async def take_over(self) -> list[Batch]:
         """What an earlier run of this instance left in the record, oldest first: hand it to the
-        pending map before popping (and before reconcile). Starts the clearing task."""
-        raw = await self.db.redis.hgetall(self.record)
-        self.last_seq = int(raw.pop(SEQ_FIELD, 0) or 0)
-        batches = [Batch(seq, self._parse(raw[field])) for seq, field in sorted((int(f), f) for f in raw)]
+        pending map before popping (and before reconcile). Starts the clearing task. A record
+        that cannot be read (not a hash, a field that is no batch) is set aside, and what of it
+        could be read is kept in a new record (own_keys.py)."""
+        try:
+            raw = {str(f): str(v) for f, v in (await self.db.redis.hgetall(self.record)).items()}
+        except ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            await set_aside(self.db, self.record, "wrong-type", str(exc))
+            raw = {}
+        last_seq, batches, problems = self._read_record(raw)
+        if problems:
+            await set_aside(self.db, self.record, "malformed", "; ".join(problems))
+            fields = [x for seq, _tasks in batches for x in (str(seq), raw[str(seq)])]
+            await self.db.redis.hset(self.record, items=[SEQ_FIELD, str(last_seq), *fields])
+        self.last_seq = last_seq
         self._kept.extend(b.seq for b in batches)
         if batches:
             self._progress.set()
         self.start()
         return batches
+
+    def _read_record(self, raw: dict[str, str]) -> tuple[int, list[Batch], list[str]]:
+        """The record's last sequence number, its readable batches in order, and what is wrong."""
+        problems: list[str] = []
+        seq_text = raw.get(SEQ_FIELD) or "0"
+        last_seq = int(seq_text) if _is_seq(seq_text) else 0
+        if not _is_seq(seq_text):
+            problems.append(f"{SEQ_FIELD} is {seq_text[:40]!r}, not a sequence number")
+        batches: list[Batch] = []
+        for field, value in raw.items():
+            if field == SEQ_FIELD:
+                continue
+            if not _is_seq(field):
+                problems.append(f"field {field[:40]!r} is not a batch number")
+                continue
+            try:
+                batches.append(Batch(int(field), self._parse(value)))
+            except Exception as exc:  # anything at all may have been written there
+                problems.append(f"batch {field} is not a batch: {type(exc).__name__}: {str(exc)[:80]}")
+        batches.sort(key=lambda b: b.seq)
+        return max([last_seq, *(b.seq for b in batches)]), batches, problems
 
     def start(self) -> None:
         """Start the task that removes finished batches from the record."""
@@ -234,18 +270,30 @@ class ReliablePop:
 
     async def _read_back(self, newest: int) -> list[Batch]:
         """Batches after the last one handed over, up to `newest`: pops whose reply was lost.
-        Nothing changes here until the read succeeded."""
+        Nothing changes here until the read succeeded. A jump of the counter larger than any
+        number of lost replies (someone wrote `seq`) reads the record's fields, not the range."""
         if newest <= self.last_seq:
             return []
-        seqs = list(range(self.last_seq + 1, newest + 1))
-        values = await self.db.redis.hmget(self.record, [str(s) for s in seqs])
+        if newest - self.last_seq <= _READ_BACK_SPAN:
+            seqs = list(range(self.last_seq + 1, newest + 1))
+        else:
+            fields = [str(f) for f in await self.db.redis.hkeys(self.record)]
+            seqs = sorted(int(f) for f in fields if _is_seq(f) and self.last_seq < int(f) <= newest)
+        values = await self.db.redis.hmget(self.record, [str(s) for s in seqs]) if seqs else []
         out: list[Batch] = []
         for seq, value in zip(seqs, values):
-            if value is not None:
-                self.recovered += 1
-                batch = self._keep(seq, self._parse(value))
-                log.warning("pop recovered", db=self.db.name, table=self.table, seq=seq, tasks=len(batch.tasks))
-                out.append(batch)
+            if value is None:
+                continue
+            try:
+                tasks = self._parse(value)
+            except Exception as exc:  # not a batch a pop wrote: leave it, say so
+                log.error("in-flight batch unreadable; left in the record", db=self.db.name, table=self.table,
+                          key=self.record, seq=seq, error=f"{type(exc).__name__}: {str(exc)[:80]}")
+                continue
+            self.recovered += 1
+            batch = self._keep(seq, tasks)
+            log.warning("pop recovered", db=self.db.name, table=self.table, seq=seq, tasks=len(batch.tasks))
+            out.append(batch)
         self.last_seq = max(self.last_seq, newest)
         return out
 
@@ -351,6 +399,11 @@ class ReliablePop:
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("in-flight record not cleared; the next start hands its batches over again",
                         db=self.db.name, table=self.table, error=str(exc))
+
+
+def _is_seq(text: str) -> bool:
+    """Whether a record field or counter is a sequence number a pop wrote (bounded digits)."""
+    return text.isdigit() and len(text) <= 18
 
 
 def _encode_state(tasks: list[KeyOpFieldsValues]) -> str:
