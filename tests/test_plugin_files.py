@@ -231,3 +231,38 @@ def test_a_plugin_path_that_is_not_a_directory_is_exit_2(clean_redis: EmbeddedRe
     out = swssd("check", "--config", config)
     assert out.returncode == 2
     assert "plugin_path.0" in out.stderr and "is not a directory" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_entry_point_comes_from_an_installed_distribution_only(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """A *.dist-info folder planted beside the config names its own module for `port_mirror`:
+    the installed example plugin is loaded, the planted module is never imported."""
+    dist = tmp_path / "evil-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[swssd.orchs]\nport_mirror = evil_mod:Evil\n")
+    (tmp_path / "evil_mod.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\nEvil = None\n")
+    db_config = clean_redis.write_database_config(tmp_path / "database_config.json")
+    config = tmp_path / "swssd.toml"
+    config.write_text(f'[redis]\ndatabase_config = "{db_config}"\n[[orchs]]\nplugin = "port_mirror"\n'
+                      'tables = [{db = "APPL_DB", table = "A"}]\n')
+    out = swssd("check", "--config", config, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "PortMirrorOrch" in out.stdout
+    assert not (tmp_path / "ran").exists(), "the planted module ran"
+
+
+def test_plugin_code_others_may_write_is_warned_about(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    config = file_plugin(tmp_path, clean_redis, "plugins/sub/file_orch.py:FileOrch")
+    plugin = tmp_path / "plugins" / "sub" / "file_orch.py"
+    assert swssd("check", "--config", config).stdout.count("warning:") == 0
+    tmp_path.chmod(0o777)
+    plugin.chmod(0o666)
+    try:
+        out = swssd("check", "--config", config)
+    finally:
+        tmp_path.chmod(0o700)
+    assert out.returncode == 0, out.stderr
+    warned = [line for line in out.stdout.splitlines() if line.startswith("warning: plugin code")]
+    assert len(warned) == 2, out.stdout
+    assert f"{tmp_path}, a directory" in warned[0] and "0777" in warned[0]
+    assert f"{plugin}, a file" in warned[1] and "0666" in warned[1]

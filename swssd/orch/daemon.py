@@ -223,6 +223,8 @@ class Daemon:
         config = self.config
         databases = self.databases
         databases.report_redis_settings()
+        for line in plugins.code_warnings(config):
+            log.warning(line)
         databases.load()
         for i, oc in enumerate(config.orchs):
             orch = plugins.create(oc.plugin)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import stat
 import sys
 import sysconfig
 import traceback
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
 from types import ModuleType
 
@@ -56,9 +57,51 @@ def where(exc: BaseException) -> str:
     return f" (at {frame.filename}, line {frame.lineno})"
 
 
+#: Directories use_config_dir put on sys.path for plugin modules: never where entry points come from.
+_PLUGIN_DIRS: set[str] = set()
+
+
+def _entry_points() -> list[EntryPoint]:
+    """The group's entry points of installed distributions only: a `*.dist-info` folder beside a
+    config or in a plugin_path directory (or the current directory) is no installed distribution,
+    and must not take over a plugin's name."""
+    path = [p for p in sys.path if p and str(Path(p).resolve()) not in _PLUGIN_DIRS]
+    seen: set[str] = set()
+    found: list[EntryPoint] = []
+    for dist in distributions(path=path):
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in seen:  # the first on the path wins, as for imports
+            continue
+        seen.add(name)
+        found.extend(ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+    return found
+
+
 def available() -> dict[str, str]:
     """Entry point names of installed plugins and what they point at."""
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.name: ep.value for ep in _entry_points()}
+
+
+def code_warnings(config: Config) -> list[str]:
+    """One line for each place plugin code is read from that others may write (group or world
+    writable): the config's directory, the plugin_path directories and the plugin files; anyone
+    who can write there runs code in the daemon."""
+    places: list[Path] = [Path(p) for p in config.plugin_path]
+    if config.path is not None:
+        places.insert(0, Path(config.path).resolve().parent)
+    places += [Path(o.plugin.partition(":")[0]) for o in config.orchs if is_file_spec(o.plugin)]
+    lines = []
+    for place in dict.fromkeys(places):
+        try:
+            mode = place.stat().st_mode
+        except OSError:
+            continue
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            what = "directory" if place.is_dir() else "file"
+            lines.append(f"plugin code is read from {place}, a {what} others may write (mode "
+                         f"{stat.S_IMODE(mode):04o}): whoever can write there runs code in the daemon; "
+                         f"chmod go-w {place}")
+    return lines
 
 
 def is_file_spec(spec: str) -> bool:
@@ -79,6 +122,7 @@ def use_config_dir(config: Config) -> None:
     if config.path is not None:
         searched.insert(0, str(Path(config.path).resolve().parent))
     sys.path[0:0] = [p for p in dict.fromkeys(searched) if p not in sys.path]
+    _PLUGIN_DIRS.update(str(Path(p).resolve()) for p in searched)
     if config.path is None:
         return
     base = Path(config.path).resolve().parent
@@ -155,7 +199,7 @@ def load_class(spec: str) -> type[Orch]:
             except AttributeError:
                 raise PluginError(f"plugin {spec!r}: module {module_name!r} has no {attr!r}") from None
     else:
-        found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
+        found = [ep for ep in _entry_points() if ep.name == spec]
         if not found:
             names = ", ".join(sorted(available())) or "none installed"
             raise PluginError(

@@ -56,7 +56,7 @@ def check(config: Config) -> list[str]:
     and a warning line for what it would warn about at start."""
     plugins.use_config_dir(config)
     databases = _Databases(config)
-    lines = [f"warning: {line}" for line in config.redis.warnings(config.path)]
+    lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config))]
     for i, oc in enumerate(config.orchs):
         for j, t in enumerate(oc.tables):
             databases.check(t.db, f"orchs.{i}.tables.{j}.db", t.namespace)
