@@ -195,6 +195,22 @@ async def test_a_clean_stop_does_not_hand_over_again_what_was_handled(db: DBConn
     assert await asyncio.wait_for(run, 30) == 0
 
 
+async def test_clean_restarts_never_set_a_held_task_aside(db: DBConnector, db_config: Path) -> None:
+    """The take-over count that sets a crashing task aside is reset by every clean stop: a task
+    held by Retry across many clean restarts is handed over each time."""
+    config = make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch", "tables": [table("HELDLONG")]}])
+    await ProducerStateTable(db, "HELDLONG").set("hold1", [("f", "1")])
+    for _ in range(4):
+        daemon = Daemon(config, handle_signals=False)
+        run = asyncio.ensure_future(daemon.run())
+        await asyncio.wait_for(daemon.ready.wait(), 20)
+        await eventually(lambda: daemon.pending_count == 1)
+        assert daemon.workers[0].stats.dead_lettered == 0
+        daemon.stop()
+        assert await asyncio.wait_for(run, 30) == 0
+    assert await db.redis.hget(inflight_key("swssd", "HELDLONG"), "takeovers") is None
+
+
 # -- as a process ---------------------------------------------------------------------------
 
 

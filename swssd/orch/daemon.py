@@ -432,7 +432,7 @@ class Daemon:
         for task in self._lease_watchers:
             task.cancel()
         for source in self.reliable.values():
-            await source.close(STOP_HOOK_TIMEOUT)
+            await source.close(STOP_HOOK_TIMEOUT, clean=not (self._crashed or self._force.is_set()))
         report_left(self.workers, self.reliable, self.config.daemon.instance)
         await close_zmq(self.workers, self.zmq_servers)
         for lease in self._leases:

@@ -57,6 +57,12 @@ DEAD_CAP = 1000
 EXCERPT = 512
 #: The in-flight hash's field holding the last sequence number given out.
 SEQ_FIELD = "seq"
+#: The in-flight hash's field counting the starts in a row that took batches over and did not
+#: stop cleanly (nor finish those batches). A batch is handed over after at most MAX_TAKEOVERS
+#: such starts; the next start sets it aside (dead-lettered), so a task that crashes the daemon
+#: cannot keep it in a crash loop. A clean stop resets the count.
+TAKEOVERS_FIELD = "takeovers"
+MAX_TAKEOVERS = 2
 #: Pops kept in flight while a table has more data. With one, Redis waits while each reply travels
 #: back and the daemon sends the next pop (a fifth of a queue drain's time, BENCHMARKS.md); a
 #: second pop already queued behind it fills that wait. Each batch is in the record: nothing more
@@ -128,6 +134,10 @@ class ReliablePop:
         self._clearer: asyncio.Task[None] | None = None
         #: batches read back from the record after their reply was lost
         self.recovered = 0
+        #: the record counts this start's take-over, until every batch taken over is done
+        self._counting_takeovers = False
+        #: batches take_over() set aside instead of handing them over (see MAX_TAKEOVERS)
+        self.poisoned: list[Batch] = []
         self.compactions = 0
 
     # -- start --------------------------------------------------------------------------
@@ -136,7 +146,10 @@ class ReliablePop:
         """What an earlier run of this instance left in the record, oldest first: hand it to the
         pending map before popping (and before reconcile). Starts the clearing task. A record
         that cannot be read (not a hash, a field that is no batch) is set aside, and what of it
-        could be read is kept in a new record (own_keys.py)."""
+        could be read is kept in a new record (own_keys.py).
+
+        Batches taken over by MAX_TAKEOVERS starts in a row that did not stop cleanly are removed
+        from the record instead and left in `poisoned`, for the caller to dead-letter."""
         try:
             raw = {str(f): str(v) for f, v in (await self.db.redis.hgetall(self.record)).items()}
         except ResponseError as exc:
@@ -150,6 +163,12 @@ class ReliablePop:
             fields = [x for seq, _tasks in batches for x in (str(seq), raw[str(seq)])]
             await self.db.redis.hset(self.record, items=[SEQ_FIELD, str(last_seq), *fields])
         self.last_seq = last_seq
+        if batches:
+            starts = int(await self.db.redis.hincrby(self.record, TAKEOVERS_FIELD, 1))
+            self._counting_takeovers = True
+            if starts > MAX_TAKEOVERS:
+                self.poisoned, batches = batches, []
+                await self.db.redis.hdel(self.record, TAKEOVERS_FIELD, *(str(b.seq) for b in self.poisoned))
         self._kept.extend(b.seq for b in batches)
         if batches:
             self._progress.set()
@@ -160,12 +179,15 @@ class ReliablePop:
         """The record's last sequence number, its readable batches in order, and what is wrong."""
         problems: list[str] = []
         seq_text = raw.get(SEQ_FIELD) or "0"
+        takeovers = raw.get(TAKEOVERS_FIELD, "0")
+        if not _is_seq(takeovers):
+            problems.append(f"{TAKEOVERS_FIELD} is {takeovers[:40]!r}, not a count")
         last_seq = int(seq_text) if _is_seq(seq_text) else 0
         if not _is_seq(seq_text):
             problems.append(f"{SEQ_FIELD} is {seq_text[:40]!r}, not a sequence number")
         batches: list[Batch] = []
         for field, value in raw.items():
-            if field == SEQ_FIELD:
+            if field in (SEQ_FIELD, TAKEOVERS_FIELD):
                 continue
             if not _is_seq(field):
                 problems.append(f"field {field[:40]!r} is not a batch number")
@@ -348,12 +370,17 @@ class ReliablePop:
         drop: list[int] = []
         while kept and kept[0] < limit:
             drop.append(kept.popleft())
-        if drop:
+        if self._counting_takeovers and not kept:
+            drop_fields = [*map(str, drop), TAKEOVERS_FIELD]  # what was taken over is done: no poison
+        else:
+            drop_fields = [*map(str, drop)]
+        if drop_fields:
             try:
-                await self.db.redis.hdel(self.record, *map(str, drop))
+                await self.db.redis.hdel(self.record, *drop_fields)
             except BaseException:
                 kept.extendleft(reversed(drop))  # removing them again is harmless
                 raise
+            self._counting_takeovers = self._counting_takeovers and bool(kept)
         if len(kept) > self.compact_after:
             await self._compact()
 
@@ -376,12 +403,14 @@ class ReliablePop:
         log.info("in-flight record compacted", db=self.db.name, table=self.table, batches=len(replaced),
                  tasks=len(self.pending.live()))
 
-    async def _keep_only_undone(self) -> None:
+    async def _keep_only_undone(self, clean: bool) -> None:
         await self.clear()
         if self._kept:
             await self._compact()
+        if clean:
+            await self.db.redis.hdel(self.record, TAKEOVERS_FIELD)
 
-    async def close(self, timeout: float) -> None:
+    async def close(self, timeout: float, *, clean: bool = True) -> None:
         """Remove what is finished (bounded by `timeout`) and stop the clearing task. The tasks not
         done stay in the record for the next start, as one snapshot of them: the handled tasks
         that shared their batches are not handed over again (at-least-once is for crashes).
@@ -395,7 +424,7 @@ class ReliablePop:
                 await asyncio.wait((self._clearer,), timeout=0.1)
             self._clearer = None
         try:
-            await asyncio.wait_for(self._keep_only_undone(), timeout)
+            await asyncio.wait_for(self._keep_only_undone(clean), timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("in-flight record not cleared; the next start hands its batches over again",
                         db=self.db.name, table=self.table, error=str(exc))

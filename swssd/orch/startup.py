@@ -25,7 +25,7 @@ from .config import Config
 from .databases import Databases
 from .lease import InstanceInUseError, InstanceLease
 from .orch import connector_key
-from .reliable_pop import ReliablePop
+from .reliable_pop import MAX_TAKEOVERS, ReliablePop
 from .worker import OrchRuntime, TableWorker
 
 log = structlog.get_logger("swssd.daemon")
@@ -109,7 +109,8 @@ def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
 
 
 async def take_over(worker: TableWorker, source: ReliablePop) -> None:
-    """Before anything is popped or reconciled: the tasks an earlier run left in flight."""
+    """Before anything is popped or reconciled: the tasks an earlier run left in flight; those
+    taken over by too many starts in a row that crashed are dead-lettered instead."""
     try:
         batches = await source.take_over()
     except ResponseError as exc:
@@ -122,6 +123,15 @@ async def take_over(worker: TableWorker, source: ReliablePop) -> None:
     if batches:
         log.warning("in-flight tasks taken over from the last run; they run first", db=worker.db_name,
                     table=worker.table, batches=len(batches), tasks=len(worker.pending))
+    if poisoned := source.poisoned:
+        reason = (f"handed over again by the last {MAX_TAKEOVERS} starts, which crashed or were killed "
+                  "before it was done: it may be what crashes the daemon")
+        tasks = [task for batch in poisoned for task in batch.tasks]
+        log.error("in-flight tasks set aside: " + reason, db=worker.db_name, table=worker.table, tasks=len(tasks),
+                  keys=[t.key[:KEY_EXCERPT] for t in tasks[:10]])
+        for task in tasks:
+            worker.dead_letter(task, reason)
+
 
 async def reconcile(worker: TableWorker, db: DBConnector) -> None:
     """The table's existing entries as pending SETs, after what was taken over (SCAN, never

@@ -182,6 +182,11 @@ class TableWorker:
     def wake(self) -> None:
         self._wakeup.set()
 
+    def dead_letter(self, task: KeyOpFieldsValues, reason: str) -> None:
+        """Give a task up without running it (the take-over's poison check), as max_attempts does."""
+        self.stats.dead_lettered += 1
+        self._on_dead_letter(self, task, reason)
+
     async def wait_for_room(self) -> None:
         """Until the pending map is below its limit again (down to resume_below): what feeds it
         other than the pops (reconcile) waits here, so memory stays bounded by pending_limit."""
