@@ -204,7 +204,7 @@ async def test_clean_restarts_never_set_a_held_task_aside(db: DBConnector, db_co
         daemon = Daemon(config, handle_signals=False)
         run = asyncio.ensure_future(daemon.run())
         await asyncio.wait_for(daemon.ready.wait(), 20)
-        await eventually(lambda: daemon.pending_count == 1)
+        await eventually(lambda d=daemon: d.pending_count == 1)
         assert daemon.workers[0].stats.dead_lettered == 0
         daemon.stop()
         assert await asyncio.wait_for(run, 30) == 0
