@@ -154,7 +154,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "(--seconds N to change it; Ctrl-C stops sooner), then prints its totals.",
             file=sys.stderr,
         )
-        return uvloop.run(run_demo(server.write_database_config(), args.seconds))
+        return uvloop.run(run_demo(server.write_database_config(), args.seconds, args.capture))
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc), 1)
     finally:
@@ -255,6 +255,11 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, metavar="N", help="stop after N seconds")
+    parser.add_argument(
+        "--capture", type=Path, metavar="DIR",
+        help="also capture every popped task to DIR (swssd.capture.jsonl and swss.rec), "
+             "as [capture] does: something for `swssd replay` to read",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
