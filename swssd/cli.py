@@ -4,6 +4,7 @@ operator tools `produce`, `dump`, `status` and `replay`."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -30,6 +31,7 @@ from .ops import logs as swssd_logging
 from .ops.files import reason
 from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError, use_config_dir
+from .redis.connector import DBConnector
 from .redis.embedded_redis import EmbeddedRedis
 from .tools import check, db, dump, produce, status, watch
 from .tools.connect import ConnectionOptionsError, namespaced
@@ -154,11 +156,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "(--seconds N to change it; Ctrl-C stops sooner), then prints its totals.",
             file=sys.stderr,
         )
-        return uvloop.run(run_demo(server.write_database_config(), args.seconds))
+        database_config = server.write_database_config()
+        code = uvloop.run(run_demo(database_config, args.seconds, args.capture))
+        if code == 0 and args.dump is not None:
+            uvloop.run(_dump_appl_db(database_config, args.dump))
+        return code
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc), 1)
     finally:
         server.stop()
+
+
+async def _dump_appl_db(database_config: Path, path: Path) -> None:
+    """The demo's APPL_DB as `swssd dump` prints it, to `path`: what `swssd replay diff` compares."""
+    async with await DBConnector.connect("APPL_DB", database_config) as appl:
+        tables = await dump.dump_tables(appl)
+    path.write_text(json.dumps(tables, indent=2, ensure_ascii=False) + "\n")
 
 
 ToolBody = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -255,6 +268,15 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, metavar="N", help="stop after N seconds")
+    parser.add_argument(
+        "--capture", type=Path, metavar="DIR",
+        help="also capture every popped task to DIR (swssd.capture.jsonl and swss.rec), "
+             "as [capture] does: something for `swssd replay` to read",
+    )
+    parser.add_argument(
+        "--dump", type=Path, metavar="FILE",
+        help="at the end, write APPL_DB to FILE as `swssd dump` does (what `swssd replay diff --dump` reads)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

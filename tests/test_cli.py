@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -27,6 +28,25 @@ def test_help_lists_the_commands() -> None:
     out = subprocess.run([*CLI, "--help"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert out.returncode == 0
     assert "run" in out.stdout and "demo" in out.stdout and "exit status" in out.stdout
+
+
+def test_demo_captures_and_dumps_what_replay_diff_compares(tmp_path: Path) -> None:
+    """--capture gives the demo's capture (both forms), --dump its APPL_DB at the end; folding the
+    capture (SETs merge, DELs remove) gives that APPL_DB, so `swssd replay diff` finds no difference."""
+    out = subprocess.run([*CLI, "demo", "--seconds", "3", "--capture", "cap/sw1", "--dump", "live.json"],
+                         capture_output=True, text=True, timeout=90, env=clean_env(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "cap" / "sw1" / "swss.rec").read_text().count("|SET|") > 0
+    state: dict[str, dict[str, dict[str, str]]] = {}
+    records = (tmp_path / "cap" / "sw1" / "swssd.capture.jsonl").read_text().splitlines()
+    for record in map(json.loads, records):
+        assert record["db"] == "APPL_DB"
+        table = state.setdefault(record["table"], {})
+        if record["op"] == "SET":
+            table.setdefault(record["key"], {}).update(dict(record["fvs"]))
+        else:
+            table.pop(record["key"], None)
+    assert records and json.loads((tmp_path / "live.json").read_text()) == state
 
 
 def test_demo_shows_changes_flowing_and_exits_0() -> None:

@@ -37,14 +37,14 @@ def plugin_source() -> str:
 
 
 def write_example(directory: Path, server: EmbeddedRedis) -> Path:
-    """mirror_orch.py and swssd.toml from the README, the config pointed at the test redis-server."""
+    """mirror_orch.py and swssd.toml from the README, the config given the test redis-server."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "mirror_orch.py").write_text(plugin_source())
     db_config = server.write_database_config(directory / "database_config.json")
     toml = readme_block("toml", 'plugin = "mirror_orch:RouteMirrorOrch"')
-    toml = toml.replace("/var/run/redis/sonic-db/database_config.json", str(db_config))
+    assert "[redis]" not in toml  # the README's config names no Redis: one is added here
     config = directory / "swssd.toml"
-    config.write_text(toml + '\n[logging]\nformat = "json"\n')
+    config.write_text(f'[redis]\ndatabase_config = "{db_config}"\n\n{toml}\n[logging]\nformat = "json"\n')
     return config
 
 
@@ -80,9 +80,10 @@ async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, 
     state = await DBConnector.from_url(clean_redis.url, db_id=6, separator="|", name="STATE_DB")
     try:
         daemon.wait_ready()
-        await Table(state, "PORT_TABLE").set("Ethernet0", {"state": "ok"})
-        await ProducerStateTable(appl, "ROUTE_TABLE").set("10.1.0.0/24", {"nexthop": "10.0.0.1", "ifname": "Ethernet0"})
-        mirror = Table(state, "ROUTE_MIRROR")
+        await Table(state, "EXAMPLE_PORT_TABLE").set("Ethernet0", {"state": "ok"})
+        route = {"nexthop": "10.0.0.1", "ifname": "Ethernet0"}
+        await ProducerStateTable(appl, "EXAMPLE_ROUTE_TABLE").set("10.1.0.0/24", route)
+        mirror = Table(state, "EXAMPLE_ROUTE_MIRROR")
         for _ in range(500):
             if await mirror.hget("10.1.0.0/24", "nexthop") == "10.0.0.1":
                 break
@@ -103,7 +104,7 @@ def test_check_accepts_the_readme_example(clean_redis: EmbeddedRedis, tmp_path: 
     out = swssd("check", "--config", config, cwd=tmp_path.parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        "route-mirror: RouteMirrorOrch consumes APPL_DB ROUTE_TABLE (state)",
+        "route-mirror: RouteMirrorOrch consumes APPL_DB EXAMPLE_ROUTE_TABLE (state)",
         f"{config}: OK",
     ]
 
@@ -206,7 +207,7 @@ def test_check_warns_as_run_would_about_a_key_set_table_on_state_db(clean_redis:
     config.write_text(config.read_text().replace('db = "APPL_DB"', 'db = "STATE_DB"'))
     out = swssd("check", "--config", config)
     assert out.returncode == 0, out.stderr
-    assert 'warning: orchs.0.tables.0: STATE_DB ROUTE_TABLE is a key-set table (kind "state")' in out.stdout
+    assert 'warning: orchs.0.tables.0: STATE_DB EXAMPLE_ROUTE_TABLE is a key-set table (kind "state")' in out.stdout
 
 
 def test_plugin_path_directories_are_searched_in_order(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:

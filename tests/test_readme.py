@@ -1,0 +1,218 @@
+"""Every fenced block of README.md and docs/*.md runs as written, read from the Markdown itself.
+
+How each block is run depends on its fence's language and on a `<!-- file: DIR/NAME -->` line just
+before the fence, which says the block is that file of an example (the plugin example and its
+config, say):
+
+- python, no marker: a whole program, run as a script in a temp dir with this Python; exit 0 and no
+  traceback. Each starts its own private redis-server.
+- file blocks: written together into a temp dir as DIR/NAME; every `swssd.toml` among them is
+  checked with `swssd check --config`, Python files are compiled, and `test_*.py` files are run
+  with pytest (they start their own private redis-server).
+- toml, no marker: must parse; a complete config (one with [[orchs]]) needs its plugin, so it must
+  be a file block.
+- redis: Redis commands, one a line, sent to a private redis-server.
+- sh: README.md's first two (the setup commands, which CI runs) are not run here; a block of
+  `swssd replay` commands is run line by line with bash in a temp dir holding `.venv/bin` (this
+  Python's bin directory), its install line (the `replay` extra, already installed for the tests)
+  excepted.
+- text: a diagram, not code.
+
+Any other block fails the test, so a new block cannot go untested. No block may name a table or
+channel of SONiC's schema (tests/fixtures/sonic_schema_names.txt): an example run on a switch must
+not take or write a table orchagent uses.
+"""
+
+from __future__ import annotations
+
+import os
+import py_compile
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from swssd.redis.embedded_redis import EmbeddedRedis
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SCHEMA_NAMES = Path(__file__).resolve().parent / "fixtures" / "sonic_schema_names.txt"
+FENCE = re.compile(r"^(?:<!-- file: (?P<file>\S+) -->\n)?```(?P<lang>[\w-]*)\n(?P<text>.*?)^```$", re.M | re.S)
+#: The README's install line of the replay block: the test venv has the replay extra already.
+REPLAY_INSTALL = ".venv/bin/pip install -q -e '.[replay]' --config-settings editable_mode=compat"
+
+
+@dataclass(frozen=True)
+class Block:
+    document: Path
+    line: int
+    language: str
+    text: str
+    file: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.document.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def kind(self) -> str:
+        """How the test runs this block; "unknown" when it cannot."""
+        if self.file is not None:
+            return "file" if self.language in ("python", "toml") else "unknown"
+        if self.language == "python":
+            return "program"
+        if self.language == "toml":
+            return "unknown" if "[[orchs]]" in self.text else "toml-fragment"
+        if self.language in ("redis", "text"):
+            return self.language
+        if self.language == "sh":
+            if self in setup_blocks():
+                return "setup"
+            if self.text.splitlines()[0].split("#")[0].strip() == REPLAY_INSTALL and "swssd replay " in self.text:
+                return "replay"
+        return "unknown"
+
+
+def read_blocks(document: Path) -> list[Block]:
+    text = document.read_text()
+    return [
+        Block(document, text.count("\n", 0, m.start("text")), m["lang"], m["text"], m["file"])
+        for m in FENCE.finditer(text)
+    ]
+
+
+BLOCKS = [block for document in DOCUMENTS for block in read_blocks(document)]
+
+
+def setup_blocks() -> list[Block]:
+    """README.md's first two sh blocks: install and run the demo, install and test."""
+    return [b for b in BLOCKS if b.document.name == "README.md" and b.language == "sh"][:2]
+
+
+def of_kind(kind: str) -> list[Block]:
+    return [b for b in BLOCKS if b.kind == kind]
+
+
+def clean_env() -> dict[str, str]:
+    """Nothing of the test run's environment that would point a block at another Redis or tree."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "SWSSD_DB_CONFIG", "SWSSD_DB_GLOBAL_CONFIG", "REDIS_URL")}
+    return env
+
+
+def assert_ran(out: subprocess.CompletedProcess[str], what: str) -> None:
+    shown = f"{what}: exit {out.returncode}\n--- stdout\n{out.stdout[-3000:]}\n--- stderr\n{out.stderr[-3000:]}"
+    assert out.returncode == 0, shown
+    assert "Traceback" not in out.stdout + out.stderr, shown
+
+
+def test_every_block_is_one_the_test_runs() -> None:
+    unknown = [f"{b.where}: ```{b.language}" + (f" (file {b.file})" if b.file else "") for b in BLOCKS
+               if b.kind == "unknown"]
+    assert not unknown, "blocks tests/test_readme.py does not know how to run:\n" + "\n".join(unknown)
+    setup = setup_blocks()
+    assert len(setup) == 2 and all(b.text.startswith("python3 -m venv .venv && ") for b in setup)
+    assert of_kind("program") and len(of_kind("replay")) == 1
+
+
+def test_no_block_names_a_table_of_sonics_schema() -> None:
+    names = {w for line in SCHEMA_NAMES.read_text().splitlines() if not line.startswith("#") for w in line.split()}
+    assert {"PORT_TABLE", "ROUTE_TABLE", "PORT", "VLAN", "NOTIFICATIONS"} <= names
+    named = [f"{b.where}: {sorted(set(found))}" for b in BLOCKS
+             if b.kind != "setup" and (found := [w for w in re.findall(r"\b[A-Z][A-Z0-9_]*\b", b.text) if w in names])]
+    assert not named, "blocks naming SONiC's tables (use a name of the example's own):\n" + "\n".join(named)
+
+
+def runs_replay(block: Block) -> bool:
+    return '"replay"' in block.text
+
+
+@pytest.mark.parametrize("block", of_kind("program"), ids=lambda b: b.where)
+def test_a_program_runs_as_written(block: Block, tmp_path: Path) -> None:
+    """A program that runs `swssd replay` (a JVM start or two) gets more time, and needs the
+    replay extra."""
+    if runs_replay(block):
+        pytest.importorskip("pyspark", reason="the replay extra: pip install -e '.[replay]'")
+    script = tmp_path / "example.py"
+    script.write_text(block.text)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300 if runs_replay(block) else 60, cwd=tmp_path, env=clean_env())
+    assert_ran(out, f"{block.where} (python)")
+
+
+def file_groups() -> dict[str, list[Block]]:
+    groups: dict[str, list[Block]] = {}
+    for block in of_kind("file"):
+        assert block.file is not None and "/" in block.file, f"{block.where}: marker names DIR/NAME"
+        groups.setdefault(block.file.split("/")[0], []).append(block)
+    return groups
+
+
+@pytest.mark.parametrize("group", sorted(file_groups()))
+def test_a_file_example_checks_and_its_test_passes(group: str, tmp_path: Path) -> None:
+    """The example's files where its blocks say; `swssd check` on its config, run elsewhere, as a
+    user checks it before `swssd run`."""
+    configs, tests = [], []
+    for block in file_groups()[group]:
+        path = tmp_path / block.file  # type: ignore[operator]
+        assert not path.exists(), f"{block.where}: {block.file} given twice"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block.text)
+        if path.suffix == ".py":
+            py_compile.compile(str(path), cfile=str(tmp_path / "compiled.pyc"), doraise=True)
+            if path.name.startswith("test_"):
+                tests.append(path)
+        else:
+            parsed = tomllib.loads(block.text)
+            if "orchs" in parsed:
+                assert path.name == "swssd.toml", f"{block.where}: a config is a swssd.toml file"
+                configs.append(path)
+    assert configs, f"file example {group!r} has no swssd.toml"
+    for config in configs:
+        out = subprocess.run([sys.executable, "-m", "swssd.cli", "check", "--config", str(config)],
+                             capture_output=True, text=True, timeout=60, cwd="/", env=clean_env())
+        assert_ran(out, f"swssd check --config {group}/{config.name}")
+        assert out.stdout.splitlines()[-1] == f"{config}: OK"
+    for test in tests:
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test.name],
+                             capture_output=True, text=True, timeout=120, cwd=test.parent, env=clean_env())
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("block", of_kind("toml-fragment"), ids=lambda b: b.where)
+def test_a_toml_fragment_parses(block: Block) -> None:
+    assert tomllib.loads(block.text)
+
+
+@pytest.mark.parametrize("block", of_kind("redis"), ids=lambda b: b.where)
+def test_redis_commands_run_on_a_private_server(block: Block) -> None:
+    with EmbeddedRedis() as server:
+        client = redis.Redis(port=server.port, decode_responses=True)
+        try:
+            for line in block.text.splitlines():
+                if line.strip():
+                    assert client.execute_command(*shlex.split(line)) in ("OK", True), line
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("block", of_kind("replay"), ids=lambda b: b.where)
+def test_the_replay_commands_run_as_written(block: Block, tmp_path: Path) -> None:
+    """After the install line (the test venv has the replay extra) each line runs with bash, in a
+    directory whose `.venv/bin` is this Python's: the demo makes the capture, replay reads it.
+    Several JVM starts: the slowest test here."""
+    pytest.importorskip("pyspark", reason="the replay extra: pip install -e '.[replay]'")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
+    lines = [line for line in block.text.splitlines() if line.strip()]
+    assert lines[0].split("#")[0].strip() == REPLAY_INSTALL
+    for line in lines[1:]:
+        out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], capture_output=True, text=True,
+                             timeout=300, cwd=tmp_path, env=clean_env())
+        assert_ran(out, line)
