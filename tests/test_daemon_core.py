@@ -323,3 +323,25 @@ async def test_reconcile_of_a_large_table_stays_within_pending_limit(
     assert sum(t == "BIG" for t, _ in orch.handled) == entries
     assert peak <= 100 + 1024, peak
     assert {task.key for t, task in orch.handled if t == "BIG"} == {f"k{i:05d}" for i in range(entries)}
+
+
+async def test_health_sees_a_table_worker_that_stopped(db: DBConnector, db_config: Path, start_daemon: Any) -> None:
+    """A worker whose task ended (here: cancelled, which is no crash, so the daemon goes on) makes
+    /health unhealthy and the ready gauge 0, naming the table; the others keep running."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from swssd.ops.metrics import DaemonCollector, health
+
+    config = make_config(db_config, [{"plugin": f"{MODULE}:GatedOrch", "options": {"gated": []},
+                                      "tables": [table("HEALTHY"), table("DOOMED")]}])
+    daemon = await start_daemon(config)
+    await eventually(lambda: daemon.serving)
+    assert health(daemon) == (True, "OK")
+    doomed = daemon.workers[1]
+    assert doomed._task is not None
+    doomed._task.cancel()
+    await eventually(lambda: not doomed.alive)
+    assert health(daemon) == (False, "table worker stopped: DOOMED")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DaemonCollector(daemon, daemon.loop_probe))
+    assert "swssd_ready 0.0" in generate_latest(registry).decode()

@@ -77,6 +77,22 @@ async def test_stuck_loop_misses_watchdog(notify_socket: tuple[socket.socket, st
     await n.close()
 
 
+async def test_watchdog_stops_while_unhealthy(notify_socket: tuple[socket.socket, str]) -> None:
+    """A daemon with a table worker stopped is no longer pinging: systemd restarts it."""
+    sock, path = notify_socket
+    healthy = True
+    n = SystemdNotifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000"})
+    n.start_watchdog(healthy=lambda: healthy)
+    await asyncio.sleep(0.2)
+    assert "WATCHDOG=1" in received(sock)
+    healthy = False
+    await asyncio.sleep(0.06)
+    received(sock)
+    await asyncio.sleep(0.25)
+    assert "WATCHDOG=1" not in received(sock)
+    await n.close()
+
+
 def test_watchdog_for_another_pid_is_ignored() -> None:
     n = SystemdNotifier({"NOTIFY_SOCKET": "/nonexistent", "WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "1"})
     assert n.watchdog_interval is None or os.getpid() == 1

@@ -54,6 +54,8 @@ class TableFigures(Protocol):
     def stats(self) -> TableCounters: ...
     @property
     def pending_count(self) -> int: ...
+    @property
+    def alive(self) -> bool: ...
 
 
 class Reconnecting(Protocol):
@@ -163,7 +165,9 @@ class DaemonCollector(Collector):
             value=self.probe.heartbeat,
         )
         yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
-        yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done", value=float(d.serving))
+        ready = d.serving and all(w.alive for w in list(d.workers))
+        yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done, while every "
+                                "table's worker runs", value=float(ready))
 
 
 def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
@@ -191,7 +195,10 @@ def _bound(bound: float) -> str:
 
 
 def health(daemon: DaemonFigures) -> tuple[bool, str]:
-    """What /health answers: healthy once serving and while Redis answers."""
+    """What /health answers: healthy once serving, while Redis answers and every table's worker runs."""
+    dead = sorted(w.table for w in list(daemon.workers) if not w.alive)
+    if dead and daemon.serving:
+        return False, f"table worker stopped: {', '.join(dead)}"
     if not daemon.redis_up:
         return False, "Redis unreachable"
     if not daemon.serving:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import socket
 import time
+from collections.abc import Callable
 
 import structlog
 
@@ -30,6 +31,7 @@ class SystemdNotifier:
         self._sock: socket.socket | None = None
         self.watchdog_interval = self._watchdog_interval(env)
         self._watchdog_task: asyncio.Task[None] | None = None
+        self._healthy: Callable[[], bool] = lambda: True
 
     @staticmethod
     def _watchdog_interval(env: dict[str, str] | os._Environ[str]) -> float | None:
@@ -72,16 +74,19 @@ class SystemdNotifier:
     def stopping(self) -> None:
         self.notify("STOPPING=1")
 
-    def start_watchdog(self) -> None:
-        """Ping WATCHDOG=1 from a task on the running loop at half of $WATCHDOG_USEC."""
+    def start_watchdog(self, healthy: Callable[[], bool] = lambda: True) -> None:
+        """Ping WATCHDOG=1 from a task on the running loop at half of $WATCHDOG_USEC, while
+        `healthy()` says so: systemd then restarts a daemon whose loop or workers stopped."""
         if self.watchdog_interval is None or self._address is None or self._watchdog_task:
             return
+        self._healthy = healthy
         self._watchdog_task = asyncio.get_running_loop().create_task(self._watchdog())
 
     async def _watchdog(self) -> None:
         assert self.watchdog_interval is not None
         while True:
-            self.notify("WATCHDOG=1")
+            if self._healthy():
+                self.notify("WATCHDOG=1")
             await asyncio.sleep(self.watchdog_interval)
 
     async def close(self) -> None:

@@ -155,7 +155,7 @@ class Daemon:
         if self.handle_signals:
             self._install_signals()
         helpers: list[asyncio.Task[None]] = []
-        self.notifier.start_watchdog()
+        self.notifier.start_watchdog(healthy=lambda: self._stop.is_set() or all(w.alive for w in self.workers))
         self.notifier.status("starting")
         try:
             # Metrics first: they show redis_up 0 while Redis cannot be reached yet.
@@ -313,8 +313,9 @@ class Daemon:
         if task.cancelled() or task.exception() is None:
             return
         self._crashed = True
-        log.critical("worker crashed; stopping", exc_info=task.exception())
-        self.stop()
+        self.stop()  # first: the line below may fail on what the exception says
+        with contextlib.suppress(Exception):
+            log.critical("worker crashed; stopping", exc_info=task.exception())
 
     # -- the consume loop ---------------------------------------------------------------
 

@@ -159,6 +159,11 @@ class TableWorker:
         runtime.workers.append(self)
 
     @property
+    def alive(self) -> bool:
+        """Whether the worker's task runs (health: a table nobody handles is not healthy)."""
+        return self._task is not None and not self._task.done()
+
+    @property
     def pending_count(self) -> int:
         """Tasks in memory: pending plus the ones being handled."""
         return len(self.pending) + self.in_flight
