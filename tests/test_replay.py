@@ -610,3 +610,28 @@ def test_the_command_is_quiet_unless_verbose(tmp_path: Path) -> None:
     expected = ("WARNING: Using incubator modules", "swssd replay: running for ")  # the JVM's; progress
     noise = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(expected)]
     assert noise == [], proc.stderr
+
+
+def test_links_out_of_an_input_directory_are_not_followed_and_rejects_are_private(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A capture folder holding a link to a file elsewhere (/etc/shadow, say): the link is not
+    read (so none of its lines lands in the rejects), a note says so, and the rejects that are
+    written are the user's alone (0600 files in 0700 directories)."""
+    secret = tmp_path / "elsewhere" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("root:$6$secret-hash:19000:0:99999:7:::\n" * 25)
+    capture = tmp_path / "captures" / "sw-leaf1"
+    shutil.copytree(rec_dir, capture)
+    (capture / "shadow").symlink_to(secret)
+    (capture / "swss.rec.inside").symlink_to(capture / "swss.rec")  # a link inside the folder is read
+    out = tmp_path / "out"
+    assert run("stats", str(capture), "--output", str(out)) == 0
+    printed = capsys.readouterr()
+    assert "1 symbolic link(s) leading out of the input directory not followed" in printed.err + printed.out
+    rejects = [line for f in (out / "rejects").glob("*.json") for line in f.read_text().splitlines()]
+    assert rejects and not [line for line in rejects if "secret-hash" in line]
+    own = len([r for r in rejects if 'sw-leaf1/swss.rec"' in r])
+    assert own and len([r for r in rejects if "swss.rec.inside" in r]) == own  # the inside link is read
+    for path in (out / "rejects").rglob("*"):
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))

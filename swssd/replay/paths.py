@@ -48,14 +48,21 @@ class ResolvedInputs:
     segments: list[str] = field(default_factory=list)
     #: swss.rec files left out: a JSON Lines capture beside them holds the same events
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    #: symbolic links under an input directory that lead out of it: not read
+    links: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         """What to tell the user before the job runs."""
-        return [
+        notes = [
             f"note: {len(names)} swss.rec file(s) in {directory} left out: the JSON Lines capture there "
             "holds the same events (name the swss.rec files alone to read them)"
             for directory, names in sorted(self.skipped.items())
         ]
+        if self.links:
+            shown = ", ".join(self.links[:3]) + (", ..." if len(self.links) > 3 else "")
+            notes.append(f"note: {len(self.links)} symbolic link(s) leading out of the input directory not "
+                         f"followed: {shown} (name a file itself to read it)")
+        return notes
 
 
 def _is_hidden(name: str) -> bool:
@@ -66,8 +73,15 @@ def is_segment(path: Path) -> bool:
     return (path / SEGMENT_MARKER).is_file()
 
 
-def _under(directory: Path) -> tuple[list[Path], list[Path]]:
-    """The files under `directory` and the segments met on the way (not walked into)."""
+def _inside(path: Path, directory: Path) -> bool:
+    """Whether `path`, its links resolved, lies in `directory` (resolved)."""
+    return path.resolve().is_relative_to(directory.resolve())
+
+
+def _under(directory: Path, links: list[str]) -> tuple[list[Path], list[Path]]:
+    """The files under `directory` and the segments met on the way (not walked into). A symbolic
+    link that leads out of `directory` is not followed (a capture folder must not make a replay
+    read, and copy into its rejects, a file it points at elsewhere): it goes to `links`."""
     found: list[Path] = []
     segments: list[Path] = []
     for root, dirs, files in os.walk(directory):
@@ -76,11 +90,18 @@ def _under(directory: Path) -> tuple[list[Path], list[Path]]:
             dirs[:] = []
             continue
         dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
-        found.extend(Path(root) / f for f in sorted(files) if not _is_hidden(f))
+        for name in sorted(files):
+            path = Path(root) / name
+            if _is_hidden(name):
+                continue
+            if path.is_symlink() and not _inside(path, directory):
+                links.append(str(path))
+                continue
+            found.append(path)
     return found, segments
 
 
-def _expand(text: str) -> tuple[list[Path], list[Path]]:
+def _expand(text: str, links: list[str]) -> tuple[list[Path], list[Path]]:
     local = text.removeprefix("file://")
     if glob.has_magic(local):
         matches = [Path(p) for p in sorted(glob.glob(local)) if not _is_hidden(Path(p).name)]
@@ -94,7 +115,7 @@ def _expand(text: str) -> tuple[list[Path], list[Path]]:
         if not path.is_dir():
             files.append(path)
             continue
-        found, met = _under(path)
+        found, met = _under(path, links)
         segments.extend(met)
         # an empty directory stays itself: Spark reads it as no lines (and the user is warned)
         files.extend(found or ([] if met else [path]))
@@ -119,10 +140,11 @@ def resolve_inputs(inputs: Sequence[str]) -> ResolvedInputs:
     remote = [text for text in inputs if _SCHEME.match(text) and not text.startswith("file://")]
     local: dict[Path, None] = {}  # in order, once each
     segments: dict[Path, None] = {}
+    links: list[str] = []
     for text in inputs:
         if text not in remote:
-            found, met = _expand(text)
+            found, met = _expand(text, links)
             local.update(dict.fromkeys(found))
             segments.update(dict.fromkeys(met))
     files, skipped = _drop_rec_beside_jsonl(list(local))
-    return ResolvedInputs([*map(str, files), *remote], list(map(str, segments)), skipped)
+    return ResolvedInputs([*map(str, files), *remote], list(map(str, segments)), skipped, links)

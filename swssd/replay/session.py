@@ -63,6 +63,9 @@ def session_settings(
         # would sort every row of the partition by key instead. Bounded, so that a partition with
         # very many keys still falls back to the sort (which spills) rather than run out of memory.
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
+        # What a replay writes (rejects hold captured lines verbatim, states hold the table's
+        # values) is for the user who ran it, as the capture files (0600) are: files 0600, dirs 0700.
+        "spark.hadoop.fs.permissions.umask-mode": "077",
     })
     if not verbose:
         quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
