@@ -188,9 +188,10 @@ def test_a_key_that_is_not_utf8_cannot_stop_a_daemon_logging_to_a_file(
     from daemon_harness import DaemonProcess, wait_until, write_config
     from swssd import DBConnector, ProducerStateTable
 
-    log_file = tmp_path / "swssd.log"
+    log_file = tmp_path / "swssd.log" if to_file else tmp_path / "stderr"
+    logging = {"format": fmt, "level": "info", **({"file": str(log_file)} if to_file else {})}
     config = write_config(tmp_path, clean_redis, {
-        "logging": {"format": "console", "level": "info", "file": str(log_file)},
+        "logging": logging,
         "orchs": [{"plugin": "swssd.orch.examples.port_mirror:PortMirrorOrch",
                    "options": {"state_table": "MIRRORED"}, "tables": [{"db": "APPL_DB", "table": "PORTS_IN"}]}],
     })
@@ -211,3 +212,64 @@ def test_a_key_that_is_not_utf8_cannot_stop_a_daemon_logging_to_a_file(
         assert daemon.proc.poll() is None, "the daemon stopped"
     finally:
         assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize(("fmt", "to_file"), [("console", True), ("json", True), ("console", False)])
+def test_hostile_bytes_in_every_kind_and_log_sink(
+    clean_redis: EmbeddedRedis, tmp_path: Path, fmt: str, to_file: bool
+) -> None:
+    """Issue 25's cases, in each log format, to a file and to stderr: a non-hash `SUB|Eth\\xff` under a
+    subscriber table, a queue entry whose value is `\\xffnotjson`, a notification that is not
+    JSON with 0xff, NUL, ESC and a newline in it. The daemon stays up, the valid changes after
+    them arrive, nothing crashes at the next start either (exit 0 both times)."""
+    import asyncio
+
+    import redis
+
+    from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+    from swssd import DBConnector, NotificationProducer, ProducerTable
+
+    raw = redis.Redis(port=clean_redis.port)
+    raw.config_set("notify-keyspace-events", "AKE")
+    records = tmp_path / "records.jsonl"
+    log_file = tmp_path / "swssd.log" if to_file else tmp_path / "stderr"
+    logging = {"format": fmt, "level": "info", **({"file": str(log_file)} if to_file else {})}
+    config = write_config(tmp_path, clean_redis, {
+        "logging": logging,
+        "orchs": [{"plugin": "orch_plugins:RecordingOrch", "options": {"record": str(records)}, "tables": [
+            {"db": "CONFIG_DB", "table": "SUB"}, {"db": "APPL_DB", "table": "HQ", "kind": "queue"},
+            {"db": "APPL_DB", "table": "HNTF", "kind": "notification"}]}],
+    })
+    raw.execute_command("SELECT", 4)
+    raw.set(b"SUB|Eth\xff\x00\x1b[31m\n", b"not a hash")
+    daemon = DaemonProcess(config, tmp_path / "stderr")
+    try:
+        assert wait_until(lambda: log_file.exists() and "ready" in log_file.read_text(errors="replace"), 30)
+        raw.rpush(b"HQ_KEY_VALUE_OP_QUEUE", b"k\xff", b"\xffnotjson", b"Sset")
+        raw.publish(b"HQ_CHANNEL@0", b"G")
+        raw.publish(b"HNTF", b"\xff\x00\x1b[2J\nnot json")
+
+        async def valid() -> None:
+            db = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+            await ProducerTable(db, "HQ").set("good", [("f", "1")])
+            await NotificationProducer(db, "HNTF").send("op", "data\xe9", [("f", "v")])
+            await db.close()
+
+        asyncio.run(valid())
+        r = redis.Redis(port=clean_redis.port, db=4)
+        r.hset("SUB|good", "f", "1")
+
+        def arrived() -> set[str]:
+            return {f"{t}/{k}" for t, k, _op, _fvs in read_records(records)}
+
+        assert wait_until(lambda: {"HQ/good", "HNTF/data\xe9", "SUB/good"} <= arrived(), 30), arrived()
+        assert daemon.proc.poll() is None, "the daemon stopped"
+    finally:
+        assert daemon.stop() == 0
+    again = DaemonProcess(config, tmp_path / "stderr")
+    try:
+        ready = '"event": "ready"' if fmt == "json" else " ready "
+        assert wait_until(lambda: log_file.read_text(errors="replace").count(ready) == 2, 30)
+    finally:
+        assert again.stop() == 0
+    log_file.read_bytes().decode("utf-8")  # the log stays valid UTF-8
