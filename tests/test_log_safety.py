@@ -188,10 +188,9 @@ def test_a_key_that_is_not_utf8_cannot_stop_a_daemon_logging_to_a_file(
     from daemon_harness import DaemonProcess, wait_until, write_config
     from swssd import DBConnector, ProducerStateTable
 
-    log_file = tmp_path / "swssd.log" if to_file else tmp_path / "stderr"
-    logging = {"format": fmt, "level": "info", **({"file": str(log_file)} if to_file else {})}
+    log_file = tmp_path / "swssd.log"
     config = write_config(tmp_path, clean_redis, {
-        "logging": logging,
+        "logging": {"format": "console", "level": "info", "file": str(log_file)},
         "orchs": [{"plugin": "swssd.orch.examples.port_mirror:PortMirrorOrch",
                    "options": {"state_table": "MIRRORED"}, "tables": [{"db": "APPL_DB", "table": "PORTS_IN"}]}],
     })
