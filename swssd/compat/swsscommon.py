@@ -1,0 +1,23 @@
+"""The names of sonic-swss-common's `swsscommon.swsscommon`, gathered from the layer's modules.
+
+    from swssd.compat import swsscommon
+    db = swsscommon.DBConnector("APPL_DB", 0)
+"""
+
+from __future__ import annotations
+
+from ..fields import DEL_COMMAND as DEL_COMMAND
+from ..fields import SET_COMMAND as SET_COMMAND
+from .containers import FieldValueMap as FieldValueMap
+from .containers import FieldValuePairs as FieldValuePairs
+from .containers import GetInstanceListResult as GetInstanceListResult
+from .containers import VectorString as VectorString
+from .dbconfig import RedisInstInfo as RedisInstInfo
+from .dbconfig import SonicDBConfig as SonicDBConfig
+from .dbconfig import SonicDBKey as SonicDBKey
+from .dbconnector import DBConnector as DBConnector
+from .pubsub import PubSub as PubSub
+from .schema import *  # noqa: F403 - the binding exposes every constant of schema.h at module level
+from .table import Table as Table
+from .table import TableBase as TableBase
+from .table import transpose_pops as transpose_pops
