@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from ..channels.config_entries import cpp_order
+
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -45,11 +47,6 @@ class FieldValuePairs(list[tuple[str, str]]):
 
 class VectorString(list[str]):
     """std::vector<std::string>."""
-
-
-def cpp_order(text: str) -> bytes:
-    """Sort key of a std::map keyed by std::string: the UTF-8 bytes, compared unsigned."""
-    return text.encode("utf-8", "surrogateescape")
 
 
 def field_value_map(flat: list[str]) -> FieldValueMap:

@@ -8,10 +8,11 @@ cannot be made, an error reply and a lost connection are RuntimeError naming the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, overload
+from typing import Any
 
+from ..channels.config_entries import cpp_order
 from .connection import RedisConnection, RedisError
-from .containers import FieldValueMap, cpp_order, field_value_map
+from .containers import FieldValueMap, field_value_map
 from .dbconfig import SonicDBConfig, SonicDBKey
 from .pubsub import PubSub
 
@@ -31,6 +32,12 @@ class DBConnector:
     or DBConnector(other) for a new connection to the same database."""
 
     DEFAULT_UNIXSOCKET = "/var/run/redis/redis.sock"
+
+    _dbId: int
+    _dbName: str
+    _key: SonicDBKey
+    _timeout_ms: int
+    _conn: RedisConnection
 
     def __init__(self, *args: Any) -> None:
         self._dbName = ""
@@ -134,10 +141,6 @@ class DBConnector:
 
     # -- keys -----------------------------------------------------------------------------
 
-    @overload
-    def delete(self, key: str) -> int: ...
-    @overload
-    def delete(self, key: Sequence[str]) -> None: ...
     def delete(self, key: str | Sequence[str]) -> int | None:
         """DEL of one key (the count deleted), or of a list of keys in DELs of 128 (None)."""
         if isinstance(key, str):
@@ -147,9 +150,9 @@ class DBConnector:
         self._conn.pipeline([("DEL", *chunk) for chunk in chunks])
         return None
 
-    def _del(self, *args: Any) -> int | None:
+    def _del(self, key: str | Sequence[str]) -> int | None:
         """The name older SWIG gave `del`; programs still call it."""
-        return self.delete(*args)
+        return self.delete(key)
 
     def exists(self, key: str) -> bool:
         if " " in key or "\t" in key:
@@ -166,7 +169,7 @@ class DBConnector:
         return int(cur), tuple(keys)
 
     def set(self, key: str, value: str | int) -> bool:
-        return self._conn.command("SET", key, str(value)) == "OK"
+        return bool(self._conn.command("SET", key, str(value)) == "OK")
 
     def get(self, key: str) -> str | None:
         value = self._conn.command("GET", key)
@@ -230,7 +233,7 @@ class DBConnector:
         self._conn.command("CONFIG", "SET", key, value)
 
     def flushdb(self) -> bool:
-        return self._conn.command("FLUSHDB") == "OK"
+        return bool(self._conn.command("FLUSHDB") == "OK")
 
     def getall(self) -> dict[str, dict[str, dict[str, str]]]:
         """Every hash whose key holds the database's separator: table -> row -> fields, as
