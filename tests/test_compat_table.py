@@ -19,8 +19,8 @@ def test_set_get_keys_as_the_binding_returns_them(sonic_db_config: Path) -> None
     tbl = Table(db, "test_TABLE")
     tbl.set("aaa", FieldValuePairs([("a", "b"), ("c", "d")]))
     assert tbl.getKeys() == ("aaa",)
-    assert tbl.get("aaa") == (True, (("a", "b"), ("c", "d")))
-    assert tbl.get("missing") == (False, ())
+    assert tbl.get("aaa") == [True, (("a", "b"), ("c", "d"))]
+    assert tbl.get("missing") == [False, ()]
     assert db.hgetall("test_TABLE:aaa") == {"a": "b", "c": "d"}
     assert (tbl.getTableName(), tbl.getTableNameSeparator(), tbl.getKeyName("k")) == ("test_TABLE", ":", "test_TABLE:k")
     assert tbl.getKeyName("") == "test_TABLE"
@@ -33,8 +33,8 @@ def test_field_names_and_hget_values_are_cut_at_the_first_at(sonic_db_config: Pa
     db.hset("ACL|x", "mail", "a@b")
     tbl = Table(db, "ACL")
     assert dict(tbl.get("x")[1]) == {"ports": "Ethernet0,Ethernet4", "mail": "a@b"}
-    assert tbl.hget("x", "mail") == (True, "a")
-    assert tbl.hget("x", "none") == (False, "")
+    assert tbl.hget("x", "mail") == [True, "a"]
+    assert tbl.hget("x", "none") == [False, ""]
 
 
 def test_writes(sonic_db_config: Path) -> None:

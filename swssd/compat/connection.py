@@ -26,6 +26,14 @@ class RedisError(RuntimeError):
     """A Redis error reply, a lost connection or a time-out: the binding raises RuntimeError for each."""
 
 
+class ConnectError(RedisError):
+    """The server could not be reached at all."""
+
+
+class ConnectionLostError(RedisError):
+    """The connection failed or timed out under a request (what DBInterface reconnects after)."""
+
+
 def _timeout(timeout_ms: int) -> float | None:
     """The C++ rule: 0 ms means no time-out."""
     return timeout_ms / 1000 if timeout_ms else None
@@ -49,7 +57,8 @@ class RedisConnection:
         try:
             sock = socket.create_connection((host, port), timeout=_timeout(timeout_ms))
         except (OSError, OverflowError) as exc:
-            raise RedisError(f"Unable to connect to redis - {where}: {getattr(exc, 'strerror', None) or exc}") from None
+            reason = getattr(exc, "strerror", None) or exc
+            raise ConnectError(f"Unable to connect to redis - {where}: {reason}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(sock, where, host=host, port=port)
 
@@ -62,7 +71,7 @@ class RedisConnection:
             sock.connect(path)
         except OSError as exc:
             sock.close()
-            raise RedisError(f"Unable to connect to redis (unix-socket) - {path}: {exc.strerror or exc}") from None
+            raise ConnectError(f"Unable to connect to redis (unix-socket) - {path}: {exc.strerror or exc}") from None
         return cls(sock, path, path=path)
 
     def reconnect(self, timeout_ms: int) -> RedisConnection:
@@ -85,7 +94,7 @@ class RedisConnection:
         try:
             self._sock.sendall(data)
         except OSError as exc:
-            raise RedisError(f"Redis connection to {self.where} failed on write: {exc}") from None
+            raise ConnectionLostError(f"Redis connection to {self.where} failed on write: {exc}") from None
 
     def command(self, *args: object) -> Any:
         """Send one command and return its reply; RedisError for an error reply.
@@ -94,7 +103,7 @@ class RedisConnection:
         try:
             self._sock.sendall(pack_command(args))
         except OSError as exc:
-            raise RedisError(f"Redis connection to {self.where} failed on write: {exc}") from None
+            raise ConnectionLostError(f"Redis connection to {self.where} failed on write: {exc}") from None
         reply = self._reader.gets()
         while reply is False:
             self._fill()
@@ -139,11 +148,11 @@ class RedisConnection:
         try:
             data = self._sock.recv(READ_SIZE)
         except TimeoutError:
-            raise RedisError(f"Redis connection to {self.where} timed out waiting for a reply") from None
+            raise ConnectionLostError(f"Redis connection to {self.where} timed out waiting for a reply") from None
         except OSError as exc:
-            raise RedisError(f"Redis connection to {self.where} failed on read: {exc}") from None
+            raise ConnectionLostError(f"Redis connection to {self.where} failed on read: {exc}") from None
         if not data:
-            raise RedisError(f"Redis connection to {self.where} was closed by the server")
+            raise ConnectionLostError(f"Redis connection to {self.where} was closed by the server")
         self._reader.feed(data)
 
 

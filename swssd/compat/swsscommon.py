@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..fields import DEL_COMMAND as DEL_COMMAND
 from ..fields import SET_COMMAND as SET_COMMAND
+from .configdb import ConfigDBConnector as ConfigDBConnector
+from .configdb import ConfigDBPipeConnector as ConfigDBPipeConnector
 from .containers import FieldValueMap as FieldValueMap
 from .containers import FieldValuePairs as FieldValuePairs
 from .containers import GetInstanceListResult as GetInstanceListResult
@@ -16,8 +18,11 @@ from .dbconfig import RedisInstInfo as RedisInstInfo
 from .dbconfig import SonicDBConfig as SonicDBConfig
 from .dbconfig import SonicDBKey as SonicDBKey
 from .dbconnector import DBConnector as DBConnector
+from .dbinterface import DBInterface as DBInterface
+from .dbinterface import UnavailableDataError as UnavailableDataError
 from .pubsub import PubSub as PubSub
 from .schema import *  # noqa: F403 - the binding exposes every constant of schema.h at module level
+from .sonicv2connector import SonicV2Connector as SonicV2Connector
 from .table import Table as Table
 from .table import TableBase as TableBase
 from .table import transpose_pops as transpose_pops

@@ -8,6 +8,7 @@ marker), set() with no pairs sends nothing, and every write is one command.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..channels.table import strip_special
 from ..schema import CHANNEL_SUFFIX
@@ -75,19 +76,20 @@ class Table(TableBase):
         else:
             self._conn.pipeline([("HSET", name, *flat), ("EXPIRE", name, ttl)])
 
-    def get(self, key: str) -> tuple[bool, tuple[tuple[str, str], ...]]:
-        """(True, the entry's pairs) or (False, ()) when it does not exist."""
+    def get(self, key: str) -> list[Any]:
+        """[True, the entry's pairs] or [False, ()] when it does not exist: a list, as the binding
+        returns a bool with an output argument."""
         flat = self._conn.command("HGETALL", self.getKeyName(key))
         if not flat:
-            return False, ()
-        return True, tuple(zip(map(strip_special, flat[::2]), flat[1::2]))
+            return [False, ()]
+        return [True, tuple(zip(map(strip_special, flat[::2]), flat[1::2]))]
 
-    def hget(self, key: str, field: str) -> tuple[bool, str]:
-        """(True, value) or (False, "") when the entry or field does not exist."""
+    def hget(self, key: str, field: str) -> list[Any]:
+        """[True, value] or [False, ""] when the entry or field does not exist."""
         value = self._conn.command("HGET", self.getKeyName(key), field)
         if value is None:
-            return False, ""
-        return True, strip_special(value)
+            return [False, ""]
+        return [True, strip_special(value)]
 
     def hset(self, key: str, field: str, value: str, op: str = "", prefix: str = "") -> None:
         self._conn.command("HSET", self.getKeyName(key), field, value)
@@ -102,9 +104,9 @@ class Table(TableBase):
     def hdel(self, key: str, field: str, op: str = "", prefix: str = "") -> None:
         self._conn.command("HDEL", self.getKeyName(key), field)
 
-    def ttl(self, key: str) -> tuple[bool, int]:
-        """(True, seconds left) as Redis's TTL reports them (-1 no expiry, -2 no key)."""
-        return True, int(self._conn.command("TTL", self.getKeyName(key)))
+    def ttl(self, key: str) -> list[Any]:
+        """[True, seconds left] as Redis's TTL reports them (-1 no expiry, -2 no key)."""
+        return [True, int(self._conn.command("TTL", self.getKeyName(key)))]
 
     def getKeys(self) -> tuple[str, ...]:
         """The entry keys, by `KEYS TABLE<sep>*`."""
