@@ -16,6 +16,7 @@ from typing import Any
 
 import hiredis
 
+from ..lua import Script
 from ..redis.wire import pack_command
 
 #: bytes asked of the socket per read
@@ -127,6 +128,38 @@ class RedisConnection:
             raise RedisError(f"{_name(args)} failed on {self.where}: {reply}")
         return reply
 
+    def load_scripts(self, *scripts: Script) -> None:
+        """SCRIPT LOAD each, in one write (the C++ tables load theirs when constructed)."""
+        self.pipeline([("SCRIPT", "LOAD", script.source) for script in scripts])
+
+    def evalsha(self, script: Script, keys: Sequence[object], args: Sequence[object]) -> Any:
+        """EVALSHA; after a NOSCRIPT (a SCRIPT FLUSH since it was loaded) the script is loaded
+        and the call made once more."""
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        self.send_packed(pack_command(command))
+        reply = self.read_reply()
+        if _noscript(reply):
+            self.load_scripts(script)
+            self.send_packed(pack_command(command))
+            reply = self.read_reply()
+        return self._checked(reply, command)
+
+    def evalsha_many(self, calls: Sequence[tuple[Script, Sequence[object], Sequence[object]]]) -> list[Any]:
+        """EVALSHAs in one write, their replies read after. A NOSCRIPT among them is raised as
+        the error it is (later calls ran already, so none is sent again), with the script loaded
+        for the next call; the C++ library raises there too."""
+        commands = [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]
+        if not commands:
+            return []
+        self.send_packed(b"".join(pack_command(command) for command in commands))
+        replies = [self.read_reply() for _ in commands]
+        missing = {call[0] for call, reply in zip(calls, replies) if _noscript(reply)}
+        if missing:
+            self.load_scripts(*missing)
+        for reply, command in zip(replies, commands):
+            self._checked(reply, command)
+        return replies
+
     def read_reply(self) -> Any:
         """The next reply, waiting for it as long as the time-out allows."""
         reply = self._reader.gets()
@@ -144,7 +177,12 @@ class RedisConnection:
         ready, _, _ = select.select([self._sock], [], [], timeout)
         return bool(ready)
 
-    def _fill(self) -> None:
+    def fill(self) -> bytes:
+        """One recv() into the reader (call it when the socket is readable): the bytes read, for a
+        caller that counts the replies they complete."""
+        return self._fill()
+
+    def _fill(self) -> bytes:
         try:
             data = self._sock.recv(READ_SIZE)
         except TimeoutError:
@@ -154,6 +192,11 @@ class RedisConnection:
         if not data:
             raise ConnectionLostError(f"Redis connection to {self.where} was closed by the server")
         self._reader.feed(data)
+        return data
+
+
+def _noscript(reply: Any) -> bool:
+    return isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT")
 
 
 def _name(args: tuple[object, ...]) -> str:

@@ -1,0 +1,52 @@
+"""ConsumerStateTable: the consumer of a ProducerStateTable's key set, with the C++ library's pops
+script (swssd/lua) and its arguments; waits on `TABLE_CHANNEL@<db id>`."""
+
+from __future__ import annotations
+
+from ..lua import CST_POPS
+from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
+from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
+from .dbconnector import DBConnector
+
+
+class ConsumerStateTable(ConsumerTableBase):
+    """ConsumerStateTable(db, tableName, popBatchSize=128, pri=0)."""
+
+    def __init__(self, db: DBConnector, tableName: str, popBatchSize: int = DEFAULT_POP_BATCH_SIZE,
+                 pri: int = 0) -> None:
+        super().__init__(db, tableName, popBatchSize, pri)
+        conn = db.connection
+        conn.load_scripts(CST_POPS)
+        # As C++: subscribe inside a transaction watching the key set, so the count of keys
+        # pending (the first select()s' worth) matches the moment the subscription began.
+        while True:
+            conn.command("WATCH", self.getKeySetName())
+            conn.command("MULTI")
+            conn.command("SCARD", self.getKeySetName())
+            self.subscribe(db, self.getChannelName(db.getDbId()))
+            result = conn.command("EXEC")
+            if result is not None:
+                break
+        self.setQueueLength(int(result[0]))
+
+    def getKeySetName(self) -> str:
+        return self.getTableName() + KEY_SET_SUFFIX
+
+    def getDelKeySetName(self) -> str:
+        return self.getTableName() + DEL_SET_SUFFIX
+
+    def getStateHashPrefix(self) -> str:
+        return STATE_PREFIX
+
+    def pop_entries(self, prefix: str = "") -> list[Entry]:
+        """One EVALSHA of the pops script: a key with fields is a SET, one without a DEL."""
+        reply = self._db.connection.evalsha(
+            CST_POPS,
+            [self.getKeySetName(), self.getTableName() + self.getTableNameSeparator(), self.getDelKeySetName()],
+            [self.POP_BATCH_SIZE, STATE_PREFIX],
+        )
+        entries: list[Entry] = []
+        for key, flat in reply or ():
+            fvs = tuple(zip(flat[::2], flat[1::2]))
+            entries.append((key, "SET" if fvs else "DEL", fvs))
+        return entries
