@@ -126,7 +126,7 @@ class DBConnector:
 
     def pubsub(self) -> PubSub:
         """A redis-py-like PubSub on a connection of its own."""
-        return PubSub(self)
+        return PubSub(lambda: self.newConnector(0).connection)
 
     def close(self) -> None:
         """Close the socket (the binding closes it when the object is destroyed)."""

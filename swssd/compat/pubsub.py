@@ -8,12 +8,10 @@ so a signal handler that raises interrupts it, as the binding's interrupt_on_sig
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .connection import RedisConnection
-
-if TYPE_CHECKING:
-    from .dbconnector import DBConnector
 
 #: how long listen_message waits per round, in seconds (the C++ GET_MESSAGE_INTERVAL)
 LISTEN_INTERVAL = 600.0
@@ -28,16 +26,17 @@ def message_dict(reply: Any) -> dict[str, str]:
 
 
 class PubSub:
-    """Subscriptions of one DBConnector, read on a connection of their own."""
+    """Subscriptions of one DBConnector, read on a connection of their own (`connect` makes it:
+    DBConnector.pubsub() passes a new connection to the same database)."""
 
-    def __init__(self, db: DBConnector) -> None:
-        self._db = db
+    def __init__(self, connect: Callable[[], RedisConnection]) -> None:
+        self._connect = connect
         self._conn: RedisConnection | None = None
 
     def psubscribe(self, pattern: str) -> None:
         if self._conn is not None:
             self._conn.close()
-        self._conn = self._db.newConnector(0).connection
+        self._conn = self._connect()
         self._conn.command("PSUBSCRIBE", pattern)
 
     def punsubscribe(self, pattern: str) -> None:
