@@ -134,15 +134,23 @@ class RedisConnection:
 
     def evalsha(self, script: Script, keys: Sequence[object], args: Sequence[object]) -> Any:
         """EVALSHA; after a NOSCRIPT (a SCRIPT FLUSH since it was loaded) the script is loaded
-        and the call made once more."""
+        and the call made once more. Written flat, as command(): every table write comes here."""
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        self.send_packed(pack_command(command))
-        reply = self.read_reply()
-        if _noscript(reply):
+        try:
+            self._sock.sendall(pack_command(command))
+        except OSError as exc:
+            raise ConnectionLostError(f"Redis connection to {self.where} failed on write: {exc}") from None
+        reply = self._reader.gets()
+        while reply is False:
+            self._fill()
+            reply = self._reader.gets()
+        if type(reply) is hiredis.ReplyError:
+            if not _noscript(reply):
+                raise RedisError(f"EVALSHA of {script.name} failed on {self.where}: {reply}")
             self.load_scripts(script)
             self.send_packed(pack_command(command))
-            reply = self.read_reply()
-        return self._checked(reply, command)
+            reply = self._checked(self.read_reply(), command)
+        return reply
 
     def evalsha_many(self, calls: Sequence[tuple[Script, Sequence[object], Sequence[object]]]) -> list[Any]:
         """EVALSHAs in one write, their replies read after. A NOSCRIPT among them is raised as

@@ -3,6 +3,8 @@ script (swssd/lua) and its arguments; waits on `TABLE_CHANNEL@<db id>`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..lua import CST_POPS
 from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
@@ -38,15 +40,30 @@ class ConsumerStateTable(ConsumerTableBase):
     def getStateHashPrefix(self) -> str:
         return STATE_PREFIX
 
-    def pop_entries(self, prefix: str = "") -> list[Entry]:
-        """One EVALSHA of the pops script: a key with fields is a SET, one without a DEL."""
-        reply = self._db.connection.evalsha(
+    def _pop_reply(self) -> Any:
+        """One EVALSHA of the pops script."""
+        return self._db.connection.evalsha(
             CST_POPS,
             [self.getKeySetName(), self.getTableName() + self.getTableNameSeparator(), self.getDelKeySetName()],
             [self.POP_BATCH_SIZE, STATE_PREFIX],
         )
+
+    def pop_entries(self, prefix: str = "") -> list[Entry]:
+        """A key with fields is a SET, one without a DEL."""
         entries: list[Entry] = []
-        for key, flat in reply or ():
+        for key, flat in self._pop_reply() or ():
             fvs = tuple(zip(flat[::2], flat[1::2]))
             entries.append((key, "SET" if fvs else "DEL", fvs))
         return entries
+
+    def pops(self, prefix: str = "") -> list[Any]:
+        """[keys, ops, fvss] in one pass over the reply (the drain's path)."""
+        keys: list[str] = []
+        ops: list[str] = []
+        fvss: list[tuple[tuple[str, str], ...]] = []
+        for key, flat in self._pop_reply() or ():
+            fvs = tuple(zip(flat[::2], flat[1::2]))
+            keys.append(key)
+            ops.append("SET" if fvs else "DEL")
+            fvss.append(fvs)
+        return [tuple(keys), tuple(ops), tuple(fvss)]

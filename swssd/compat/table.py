@@ -82,7 +82,10 @@ class Table(TableBase):
         flat = self._conn.command("HGETALL", self.getKeyName(key))
         if not flat:
             return [False, ()]
-        return [True, tuple(zip(map(strip_special, flat[::2]), flat[1::2]))]
+        fields = flat[::2]
+        if any("@" in field for field in fields):  # rare: only then a call per field
+            fields = [strip_special(field) for field in fields]
+        return [True, tuple(zip(fields, flat[1::2]))]
 
     def hget(self, key: str, field: str) -> list[Any]:
         """[True, value] or [False, ""] when the entry or field does not exist."""
