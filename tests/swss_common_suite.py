@@ -17,6 +17,7 @@ pytest's, or 77 with the reason on stderr when the run cannot happen here.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.inside:
         return inside(args.tree, args.binding, args.pytest_args)
+    missing = [name for name in ("psutil", "pympler", "pytest") if importlib.util.find_spec(name) is None]
+    if missing and not args.binding:
+        return skip(f"the tests import {', '.join(missing)}: pip install -e '.[test]'")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         return skip("needs root with unshare and ip, for a private redis-server on 127.0.0.1:6379")
     with tempfile.TemporaryDirectory(prefix="swss-common-tests-") as scratch:
