@@ -5,7 +5,8 @@ interleaved, on one private redis-server (TCP loopback).
     .venv/bin/python bench/bench_compat.py --binding ~/.cache/swssd/swss-common/*/env.sh [--rounds 5]
 
 Cases: ProducerStateTable.set one key at a time (the single set), Table.set and Table.get, a
-ConsumerStateTable drain of a pre-filled key set (pop batch 128), and ConfigDBConnector
+ConsumerStateTable drain of a pre-filled key set (pop batch 128), a SubscriberStateTable reading
+the keyspace events of as many Table.set calls made before (select, then pops), and ConfigDBConnector
 get_table / get_config / mod_config on 1,000 rows. Each figure is the median over the rounds, in
 operations (keys, rows) per second; the ratio is layer / binding (above 1: the layer is faster).
 """
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,58 +30,89 @@ from swssd.redis.embedded_redis import EmbeddedRedis  # noqa: E402
 DRIVER = r'''
 import json, sys, time
 from swsscommon import swsscommon as sc
-config, n = sys.argv[1], int(sys.argv[2])
+config, n, case = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 sc.SonicDBConfig.initialize(config)
 db = sc.DBConnector("APPL_DB", 0, True)
 db.flushdb()
 fvs = sc.FieldValuePairs([("f1", "v1"), ("f2", "v2"), ("f3", "v3"), ("f4", "v4")])
-out = {}
+reps = 10  # ConfigDB calls are short: several, so one scheduling hiccup does not make the figure
 
-def timed(name, count, fn):
-    start = time.perf_counter()
-    fn()
-    out[name] = count / (time.perf_counter() - start)
-
-ps = sc.ProducerStateTable(db, "BENCH")
 def single_set():
+    ps = sc.ProducerStateTable(db, "BENCH")
+    return n, lambda: [ps.set(f"k{i}", fvs) for i in range(n)]
+
+def cst_drain():
+    ps = sc.ProducerStateTable(db, "BENCH")
     for i in range(n):
         ps.set(f"k{i}", fvs)
-timed("single set (PST.set)", n, single_set)
+    cs = sc.ConsumerStateTable(db, "BENCH", 128)
+    def drain():
+        while cs.pops()[0]:
+            pass
+    return n, drain
 
-cs = sc.ConsumerStateTable(db, "BENCH", 128)
-def drain():
-    while True:
-        keys = cs.pops()[0]
-        if not keys:
-            break
-timed("CST drain, batch 128", n, drain)
-
-t = sc.Table(db, "T")
 def table_set():
+    t = sc.Table(db, "T")
+    return n, lambda: [t.set(f"k{i}", fvs) for i in range(n)]
+
+def table_get():
+    t = sc.Table(db, "T")
     for i in range(n):
         t.set(f"k{i}", fvs)
-timed("Table.set", n, table_set)
-def table_get():
-    for i in range(n):
-        t.get(f"k{i}")
-timed("Table.get", n, table_get)
+    return n, lambda: [t.get(f"k{i}") for i in range(n)]
 
-cdb = sc.ConfigDBConnector()
-cdb.connect(wait_for_init=False)
-cdb.get_redis_client("CONFIG_DB").flushdb()
-rows = {f"Ethernet{i}": {"alias": f"etp{i}", "mtu": "9100", "lanes": ["0", "1"]} for i in range(1000)}
-timed("ConfigDB mod_config, 1,000 rows", 1000, lambda: cdb.mod_config({"PORT": rows}))
-timed("ConfigDB get_table, 1,000 rows", 1000, lambda: cdb.get_table("PORT"))
-timed("ConfigDB get_config, 1,000 rows", 1000, lambda: cdb.get_config())
-print(json.dumps(out))
+def sst():
+    db.config_set("notify-keyspace-events", "AKE")
+    table = sc.SubscriberStateTable(db, "S")
+    writer = sc.Table(db, "S")
+    for i in range(n):  # the events wait on the subscription's socket
+        writer.set(f"k{i}", fvs)
+    sel = sc.Select()
+    sel.addSelectable(table)
+    def drain():
+        seen = 0
+        while seen < n:
+            state, _ = sel.select(2000)
+            if state != sc.Select.OBJECT:
+                raise SystemExit(f"SubscriberStateTable: select() gave {state} after {seen} of {n}")
+            seen += len(table.pops()[0])
+    return n, drain
+
+def configdb(call):
+    def setup():
+        cdb = sc.ConfigDBConnector()
+        cdb.connect(wait_for_init=False)
+        cdb.get_redis_client("CONFIG_DB").flushdb()
+        rows = {f"Ethernet{i}": {"alias": f"etp{i}", "mtu": "9100", "lanes": ["0", "1"]} for i in range(1000)}
+        cdb.mod_config({"PORT": rows})
+        return 1000 * reps, lambda: [call(cdb, rows) for _ in range(reps)]
+    return setup
+
+CASES = {
+    "single set (PST.set)": single_set,
+    "CST drain, batch 128": cst_drain,
+    "Table.set": table_set,
+    "Table.get": table_get,
+    "SubscriberStateTable select+pops": sst,
+    "ConfigDB mod_config, 1,000 rows": configdb(lambda cdb, rows: cdb.mod_config({"PORT": rows})),
+    "ConfigDB get_table, 1,000 rows": configdb(lambda cdb, rows: cdb.get_table("PORT")),
+    "ConfigDB get_config, 1,000 rows": configdb(lambda cdb, rows: cdb.get_config()),
+}
+if case == "list":
+    print(json.dumps(list(CASES)))
+else:
+    count, run = CASES[case]()
+    start = time.perf_counter()
+    run()
+    print(json.dumps(count / (time.perf_counter() - start)))
 '''
 
 
-def run(env: dict[str, str], python: str, config: Path, n: int) -> dict[str, float]:
-    done = subprocess.run([python, "-c", DRIVER, str(config), str(n)], env=env, capture_output=True, text=True)
+def run(env: dict[str, str], python: str, config: Path, n: int, case: str) -> Any:
+    done = subprocess.run([python, "-c", DRIVER, str(config), str(n), case], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(done.stderr)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def binding_env(env_file: str) -> dict[str, str]:
@@ -93,17 +126,19 @@ def main() -> int:
     parser.add_argument("--binding", required=True, help="env file of a built sonic-swss-common binding")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keys", type=int, default=20000)
+    parser.add_argument("--only", nargs="*", help="case names (default: all)")
     args = parser.parse_args()
     theirs_env = binding_env(args.binding)
     ours_env = dict(os.environ, PYTHONPATH=f"{ROOT / 'compat'}{os.pathsep}{ROOT}")
     results: dict[str, dict[str, list[float]]] = {"layer": {}, "binding": {}}
     with EmbeddedRedis() as server:
         config = server.write_database_config()
+        sides = [("layer", ours_env, sys.executable), ("binding", theirs_env, theirs_env.get("PYTHON", "python3"))]
+        cases = args.only or run(ours_env, sys.executable, config, 0, "list")
         for round_no in range(args.rounds):
-            order = [("layer", ours_env, sys.executable), ("binding", theirs_env, theirs_env.get("PYTHON", "python3"))]
-            for who, env, python in order if round_no % 2 == 0 else reversed(order):
-                for case, rate in run(env, python, config, args.keys).items():
-                    results[who].setdefault(case, []).append(rate)
+            for case in cases:  # the two sides of a case back to back, so both see the same load
+                for who, env, python in sides if round_no % 2 == 0 else reversed(sides):
+                    results[who].setdefault(case, []).append(run(env, python, config, args.keys, case))
     print(f"{'case':36} {'layer /s':>12} {'binding /s':>12} {'ratio':>7}")
     for case, ours in results["layer"].items():
         mine, theirs = statistics.median(ours), statistics.median(results["binding"][case])

@@ -65,32 +65,35 @@ class SubscriberStateTable(ConsumerTableBase):
     def pop_entries(self, prefix: str = "") -> list[Entry]:
         """The initial entries if any are left, else every event read so far."""
         if self._initial:
-            entries = list(self._initial)
+            initial = list(self._initial)
             self._initial.clear()
-            return entries
+            return initial
         events = list(self._early)
         self._early.clear()
         conn = self._conn
         for _ in range(self._events):
             events.append(conn.buffered_reply())
         self._events = 0
-        entries = []
+        changes: list[tuple[str, bool]] = []  # (key, deleted) per event, in order
         separator = self._table.getTableNameSeparator()
         for event in events:
             if not isinstance(event, list) or len(event) != 4 or event[1] != self._keyspace:
                 continue
             _, _, table_entry = str(event[2]).partition(":")
             _, sep, key = table_entry.partition(separator)
-            if not sep:
-                continue
-            if event[3] == "del":
+            if sep:
+                changes.append((key, event[3] == "del"))
+        # The entries of every SET, read in one round trip (C++ reads them one by one: the same
+        # commands, the same data, each key read once however many events it had here).
+        to_read = list(dict.fromkeys(key for key, deleted in changes if not deleted))
+        read = dict(zip(to_read, self._table.get_many(to_read)))
+        entries: list[Entry] = []
+        for key, deleted in changes:
+            if deleted:
                 entries.append((key, "DEL", ()))
-                continue
-            found, fvs = self._table.get(key)
-            if found:
-                entries.append((key, "SET", fvs))
+            elif read[key]:
+                entries.append((key, "SET", read[key]))
         return entries
-
 
 def CastSelectableToSubscriberTableObj(selectable: Selectable) -> SubscriberStateTable | None:
     """The binding's dynamic_cast: the object itself when it is a SubscriberStateTable, else None."""

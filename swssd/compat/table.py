@@ -87,6 +87,17 @@ class Table(TableBase):
             fields = [strip_special(field) for field in fields]
         return [True, tuple(zip(fields, flat[1::2]))]
 
+    def get_many(self, keys: list[str]) -> list[tuple[tuple[str, str], ...]]:
+        """The pairs of each entry (() for one that does not exist), one HGETALL each in one write."""
+        replies = self._conn.pipeline([("HGETALL", self.getKeyName(key)) for key in keys])
+        out = []
+        for flat in replies:
+            fields = flat[::2]
+            if any("@" in field for field in fields):
+                fields = [strip_special(field) for field in fields]
+            out.append(tuple(zip(fields, flat[1::2])))
+        return out
+
     def hget(self, key: str, field: str) -> list[Any]:
         """[True, value] or [False, ""] when the entry or field does not exist."""
         value = self._conn.command("HGET", self.getKeyName(key), field)
