@@ -237,16 +237,14 @@ class DBConnector:
 
     def getall(self) -> dict[str, dict[str, dict[str, str]]]:
         """Every hash whose key holds the database's separator: table -> row -> fields, as
-        ConfigDBConnector.get_config reads them (KEYS *, then one HGETALL per key)."""
+        ConfigDBConnector.get_config reads them (KEYS *, then an HGETALL per key, all in one write)."""
         separator = SonicDBConfig.getSeparator(self)
+        keys = [key for key in self._conn.command("KEYS", "*") if separator in key]
         rows: dict[str, dict[str, dict[str, str]]] = {}
-        for key in self.keys("*"):
-            table, sep, row = key.partition(separator)
-            if not sep:
-                continue
-            entry = self.hgetall(key)
-            if entry:
-                rows.setdefault(table, {})[row] = dict(entry)
+        for key, flat in zip(keys, self._conn.pipeline([("HGETALL", key) for key in keys])):
+            if flat:
+                table, _, row = key.partition(separator)
+                rows.setdefault(table, {})[row] = dict(field_value_map(flat))
         return {
             table: {row: rows[table][row] for row in sorted(rows[table], key=cpp_order)}
             for table in sorted(rows, key=cpp_order)
