@@ -79,11 +79,11 @@ class Table(TableBase):
     def get(self, key: str) -> list[Any]:
         """[True, the entry's pairs] or [False, ()] when it does not exist: a list, as the binding
         returns a bool with an output argument."""
-        flat = self._conn.command("HGETALL", self.getKeyName(key))
+        flat = self._conn.command("HGETALL", f"{self._tableName}{self._separator}{key}" if key else self._tableName)
         if not flat:
             return [False, ()]
         fields = flat[::2]
-        if any("@" in field for field in fields):  # rare: only then a call per field
+        if "@" in "".join(fields):  # rare: only then a call per field
             fields = [strip_special(field) for field in fields]
         return [True, tuple(zip(fields, flat[1::2]))]
 
