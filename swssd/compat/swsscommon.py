@@ -30,6 +30,7 @@ from .notification_producer import NotificationProducer as NotificationProducer
 from .producer_state_table import ProducerStateTable as ProducerStateTable
 from .producer_table import ProducerTable as ProducerTable
 from .pubsub import PubSub as PubSub
+from .restart_waiter import RestartWaiter as RestartWaiter
 from .schema import *  # noqa: F403 - the binding exposes every constant of schema.h at module level
 from .selectable import CastSelectableToRedisSelectObj as CastSelectableToRedisSelectObj
 from .selectable import RedisSelect as RedisSelect
@@ -41,3 +42,4 @@ from .subscriber_state_table import SubscriberStateTable as SubscriberStateTable
 from .table import Table as Table
 from .table import TableBase as TableBase
 from .table import transpose_pops as transpose_pops
+from .warm_restart import WarmStart as WarmStart
