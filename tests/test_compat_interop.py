@@ -7,13 +7,13 @@ with the reason when it cannot be imported."""
 from __future__ import annotations
 
 import ast
-import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compat_fixtures import sonic_db_config
 from swssd.compat import swsscommon as ours_module
@@ -59,17 +59,14 @@ print(repr(drive(sc, request["config"], request["ops"])))
 """
 
 
-def ours(config: Path, ops: list[tuple[str, str, list[Any]]]) -> list[Any]:
+def ours(config: Path, ops: list[Any]) -> list[Any]:
     namespace: dict[str, Any] = {}
     exec(DRIVER, namespace)
-    ours_module.SonicDBConfig.reset()
-    try:
-        return list(namespace["drive"](ours_module, str(config), ops))
-    finally:
-        ours_module.SonicDBConfig.reset()
+    ours_module.SonicDBConfig.reset()  # the driver initializes it with `config`, and leaves it so
+    return list(namespace["drive"](ours_module, str(config), ops))
 
 
-def theirs(env: dict[str, str], config: Path, ops: list[tuple[str, str, list[Any]]]) -> list[Any]:
+def theirs(env: dict[str, str], config: Path, ops: list[Any]) -> list[Any]:
     done = subprocess.run([env.get("PYTHON", sys.executable), "-c", BINDING], input=repr({"config": str(config),
                           "ops": ops}), env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -101,38 +98,29 @@ def messages(pubsub: PubSub) -> list[tuple[str, str]]:
     return out
 
 
-def random_ops(seed: int, count: int = 60) -> list[tuple[str, str, list[Any]]]:
-    rng = random.Random(seed)
-    keys = [f"10.0.{i}.0/24" for i in range(6)]
-    fields = ["nexthop", "ifname", "weight", "ports@"]
+KEYS = [f"10.0.{i}.0/24" for i in range(4)] + ["", "a:b", "é"]
+FIELDS = ["nexthop", "ifname", "ports@", "x y", "é"]
+VALUES = ["a", "", "None", "é", "x y", "1,2"]
+Op = tuple[str, str, list[Any]]
 
-    def pairs() -> list[list[str]]:
-        return [[rng.choice(fields), rng.choice(["a", "b", "é", "", "x y"])] for _ in range(rng.randint(1, 3))]
-
-    ops: list[tuple[str, str, list[Any]]] = []
-    for _ in range(count):
-        kind = rng.randrange(9)
-        key = rng.choice(keys)
-        if kind == 0:
-            ops.append(("PST", "set", [key, pairs()]))
-        elif kind == 1:
-            ops.append(("PST", "delete", [key]))
-        elif kind == 2:
-            ops.append(("PST", "delete", [rng.sample(keys, 2)]))
-        elif kind == 3:
-            ops.append(("PT", "set", [key, pairs()]))
-        elif kind == 4:
-            ops.append(("PT", "delete", [key]))
-        elif kind == 5:
-            ops.append(("T", "set", [key, pairs()]))
-        elif kind == 6:
-            ops.append(("T", "hset", [key, rng.choice(fields), "v"]))
-        elif kind == 7:
-            ops.append(("T", rng.choice(["delete", "_del"]), [key]))
-        else:
-            ops.append(("T", "hdel", [key, rng.choice(fields)]))
-    reads = [("T", "getKeys", []), *(("T", "get", [k]) for k in keys), *(("T", "hget", [k, "nexthop"]) for k in keys)]
-    return ops + reads + [("PST", "count", [])]
+pairs = st.lists(st.tuples(st.sampled_from(FIELDS), st.sampled_from(VALUES)).map(list), min_size=1, max_size=3)
+key = st.sampled_from(KEYS)
+one_op: st.SearchStrategy[Op] = st.one_of(
+    st.tuples(st.just("PST"), st.just("set"), st.tuples(key, pairs).map(list)),
+    st.tuples(st.just("PST"), st.just("delete"), st.tuples(key).map(list)),
+    st.tuples(st.just("PST"), st.just("delete"), st.tuples(st.lists(key, min_size=1, max_size=3)).map(list)),
+    st.tuples(st.just("PT"), st.just("set"), st.tuples(key, pairs).map(list)),
+    st.tuples(st.just("PT"), st.just("delete"), st.tuples(key).map(list)),
+    st.tuples(st.just("T"), st.just("set"), st.tuples(key, pairs).map(list)),
+    st.tuples(st.just("T"), st.just("hset"), st.tuples(key, st.sampled_from(FIELDS), st.sampled_from(VALUES)).map(
+        list)),
+    st.tuples(st.just("T"), st.sampled_from(["delete", "_del"]), st.tuples(key).map(list)),
+    st.tuples(st.just("T"), st.just("hdel"), st.tuples(key, st.sampled_from(FIELDS)).map(list)),
+)
+READS: list[Op] = [
+    ("T", "getKeys", []), *(("T", "get", [k]) for k in KEYS), *(("T", "hget", [k, "nexthop"]) for k in KEYS),
+    ("PST", "count", []),
+]
 
 
 def normal(results: list[Any]) -> list[Any]:
@@ -140,18 +128,22 @@ def normal(results: list[Any]) -> list[Any]:
     return [(s, sorted(v) if isinstance(v, tuple) and all(isinstance(x, str) for x in v) else v) for s, v in results]
 
 
-@pytest.mark.parametrize("seed", range(6))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(one_op, min_size=1, max_size=40))
 def test_same_calls_same_redis_state(swss_env: dict[str, str], clean_redis: EmbeddedRedis, sonic_db_config: Path,
-                                     seed: int) -> None:
-    ops = random_ops(seed)
+                                     ops: list[Op]) -> None:
+    """Property: any sequence of writes, through either, leaves the same APPL_DB, publishes the same
+    messages and returns the same values (the reads after it included)."""
+    calls = [*ops, *READS]
     db = DBConnector("APPL_DB", 0)
+    db.flushdb()
     published = db.pubsub()
     published.psubscribe("*")  # every PUBLISH, the channels' wake-ups included
-    their_results = theirs(swss_env, sonic_db_config, ops)
+    their_results = theirs(swss_env, sonic_db_config, calls)
     their_state = snapshot(db)
     their_messages = messages(published)
     db.flushdb()
-    our_results = ours(sonic_db_config, ops)
+    our_results = ours(sonic_db_config, calls)
     assert snapshot(db) == their_state
     assert messages(published) == their_messages
     assert normal(our_results) == normal(their_results)
