@@ -171,3 +171,36 @@ def test_each_side_pops_what_the_other_wrote(swss_env: dict[str, str], sonic_db_
     assert state == [("k1", "SET", (("a", "1"), ("b", "2"))), ("k2", "SET", (("c", "3"),)),
                      ("k3", "DEL", ()), ("k4", "DEL", ()), ("k5", "DEL", ())]
     assert queue == [("q1", "SET", (("f", "v"),)), ("q2", "DEL", ())]
+
+
+TEMP_VIEW: list[Op] = [
+    # the table as a consumer left it (ROUTE_TABLE:<key> hashes)
+    ("DB", "hset", ["ROUTE_TABLE:keep", "a", "1"]), ("DB", "hset", ["ROUTE_TABLE:gone", "a", "1"]),
+    ("DB", "hset", ["ROUTE_TABLE:change", "a", "1"]), ("DB", "hset", ["ROUTE_TABLE:change", "b", "2"]),
+    ("DB", "hset", ["ROUTE_TABLE:fewer", "a", "1"]), ("DB", "hset", ["ROUTE_TABLE:fewer", "b", "2"]),
+    ("PST", "set", ["pending", [["p", "1"]]]),  # dropped by apply_temp_view's clear
+    ("PST", "create_temp_view", []),
+    ("PST", "set", ["keep", [["a", "1"]]]), ("PST", "set", ["change", [["a", "1"], ["b", "3"]]]),
+    ("PST", "set", ["fewer", [["a", "1"]]]), ("PST", "set", ["new", [["n", "1"]]]),
+    ("PST", "set", ["dropped", [["d", "1"]]]), ("PST", "delete", ["dropped"]),
+    ("PST", "apply_temp_view", []),
+    ("PST", "apply_temp_view", []),  # no view any more: an error
+]
+
+
+def test_temp_view_publishes_the_same_difference(swss_env: dict[str, str], clean_redis: EmbeddedRedis,
+                                                 sonic_db_config: Path) -> None:
+    db = DBConnector("APPL_DB", 0)
+    published = db.pubsub()
+    published.psubscribe("*")
+    their_results = theirs(swss_env, sonic_db_config, TEMP_VIEW)
+    their_state = snapshot(db)
+    their_messages = messages(published)
+    db.flushdb()
+    our_results = ours(sonic_db_config, TEMP_VIEW)
+    assert snapshot(db) == their_state
+    assert messages(published) == their_messages
+    assert our_results == their_results
+    assert their_results[-1] == ("error", "RuntimeError")
+    assert sorted(db.connection.command("SMEMBERS", "ROUTE_TABLE_KEY_SET")) == ["change", "fewer", "gone", "new"]
+    assert sorted(db.connection.command("SMEMBERS", "ROUTE_TABLE_DEL_SET")) == ["fewer", "gone"]
