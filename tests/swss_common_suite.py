@@ -65,7 +65,7 @@ def inside(tree: Path, env_file: str | None, pytest_args: list[str]) -> int:
         find_redis_server(), "--port", "6379", "--bind", "127.0.0.1",
         "--unixsocket", f"{SOCKET_DIR}/redis.sock", "--unixsocketperm", "777", "--databases", "16",
         "--notify-keyspace-events", "AKE", "--save", "", "--appendonly", "no", "--loglevel", "warning",
-    ])
+    ], stdout=subprocess.DEVNULL)
     try:
         for _ in range(100):
             if os.path.exists(f"{SOCKET_DIR}/redis.sock"):

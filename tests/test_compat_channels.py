@@ -43,14 +43,36 @@ def test_state_table_round_trip(db: DBConnector) -> None:
 
 
 def test_state_table_buffered_and_clear(db: DBConnector) -> None:
-    ps = swsscommon.ProducerStateTable(db, "buf")
-    ps.setBuffered(True)
+    pipe = swsscommon.RedisPipeline(db)
+    ps = swsscommon.ProducerStateTable(pipe, "buf", True)
     ps.set("a", [("f", "v")])
-    assert ps.count() == 0  # held until flush()
+    ps.delete("b")
+    assert pipe.size() == 2 and db.connection.command("SCARD", "buf_KEY_SET") == 0  # held in the pipeline
     ps.flush()
-    assert ps.count() == 1
+    assert pipe.size() == 0 and ps.count() == 2
     ps.clear()
     assert ps.count() == 0 and db.keys("_buf*") == ()
+    unbuffered = swsscommon.ProducerStateTable(db, "one")
+    unbuffered.setBuffered(True)  # a pipeline of one command: still sent at once, as in C++
+    unbuffered.set("a", [("f", "v")])
+    assert db.connection.command("SCARD", "one_KEY_SET") == 1
+
+
+def test_writers_have_connections_of_their_own(db: DBConnector) -> None:
+    """As in C++: a Table or producer made from a DBConnector writes on a new connection."""
+    table = swsscommon.Table(db, "T")
+    producer = swsscommon.ProducerStateTable(db, "P")
+    fds = {db.connection.fileno(), table._pipe.connection.fileno(), producer._pipe.connection.fileno()}
+    assert len(fds) == 3
+    pipe = swsscommon.RedisPipeline(db, 2)
+    on_pipe = swsscommon.Table(pipe, "T", True)
+    on_pipe.set("k1", [("f", "v")])
+    assert db.hgetall("T:k1") == {}
+    on_pipe.set("k2", [("f", "v")])  # the second command fills the pipeline of 2: both go
+    assert db.hgetall("T:k1") == {"f": "v"} and db.hgetall("T:k2") == {"f": "v"}
+    on_pipe.set("k3", [("f", "v")])
+    assert on_pipe.get("k3") == [True, (("f", "v"),)]  # a read sends what waits first
+    assert swsscommon.NotificationProducer(pipe, "ch", True).send("op", "d", []) == -1 and pipe.size() == 1
 
 
 def test_a_script_flushed_away_is_loaded_again(db: DBConnector) -> None:

@@ -115,13 +115,21 @@ class RedisConnection:
 
     def pipeline(self, commands: Sequence[tuple[object, ...]]) -> list[Any]:
         """Send the commands in one write, read every reply, then raise the first error reply."""
-        if not commands:
-            return []
-        self.send_packed(b"".join(pack_command(args) for args in commands))
-        replies = [self.read_reply() for _ in commands]
+        replies = self.pipeline_replies(commands)
         for reply, args in zip(replies, commands):
             self._checked(reply, args)
         return replies
+
+    def pipeline_replies(self, commands: Sequence[tuple[object, ...]]) -> list[Any]:
+        """Send the commands in one write and read every reply, error replies included as they are."""
+        if not commands:
+            return []
+        self.send_packed(b"".join(pack_command(args) for args in commands))
+        return [self.read_reply() for _ in commands]
+
+    def raise_if_error(self, reply: Any, args: tuple[object, ...]) -> None:
+        """RedisError naming the command when `reply` is an error reply."""
+        self._checked(reply, args)
 
     def _checked(self, reply: Any, args: tuple[object, ...]) -> Any:
         if isinstance(reply, hiredis.ReplyError):

@@ -1,10 +1,12 @@
 """ProducerStateTable: writes to a table's key set and state hashes with the C++ library's Lua
 scripts (swssd/lua) and the same EVALSHA arguments, so a C++ or swssd ConsumerStateTable pops them.
 
-Not buffered, each write is one EVALSHA round trip; setBuffered(True) keeps writes until flush()
-(or a non-buffered write) sends them in one go. Between create_temp_view() and apply_temp_view()
-writes go to a view in memory; applying it publishes only what differs from the table as the C++
-table_dump script reads it (which sees only ':' tables, as in C++).
+It writes through a RedisPipeline, its own connection unless one is given: not buffered, each
+write is one EVALSHA round trip; buffered (setBuffered(True), or a pipeline given with
+buffered=True) writes wait in the pipeline until flush() or until it is full, then go in one
+write. Between create_temp_view() and apply_temp_view() writes go to a view in memory; applying
+it publishes only what differs from the table as the C++ table_dump script reads it (which sees
+only ':' tables, as in C++).
 """
 
 from __future__ import annotations
@@ -19,25 +21,26 @@ from ..lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, P
 from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
+from .redis_pipeline import RedisPipeline
 from .table import TableBase, flat_pairs
 
 log = logging.getLogger(__name__)
 
 
 class ProducerStateTable(TableBase):
-    """ProducerStateTable(db, tableName)."""
+    """ProducerStateTable(db, tableName), or ProducerStateTable(pipeline, tableName, buffered)."""
 
-    def __init__(self, db: DBConnector, tableName: str) -> None:
-        super().__init__(tableName, SonicDBConfig.getSeparator(db))
-        self._db = db
-        self._conn = db.connection
-        self._buffered = False
-        self._queued: list[tuple[Script, list[str], list[Any]]] = []
-        self._channel = self.getChannelName(db.getDbId())
+    def __init__(self, db: DBConnector | RedisPipeline, tableName: str, buffered: bool = False) -> None:
+        pipe = db if isinstance(db, RedisPipeline) else RedisPipeline(db, 1)
+        super().__init__(tableName, SonicDBConfig.getSeparator(pipe.getDBConnector()))
+        self._pipe = pipe
+        self._buffered = buffered and isinstance(db, RedisPipeline)
+        self._channel = self.getChannelName(pipe.getDbId())
         self._key_set = tableName + KEY_SET_SUFFIX
         self._del_set = tableName + DEL_SET_SUFFIX
         self._temp_view: dict[str, dict[str, str]] | None = None
-        self._conn.load_scripts(PST_SET, PST_DEL, PST_BATCHED_SET, PST_BATCHED_DEL, PST_CLEAR, PST_APPLY_VIEW)
+        pipe.flush()
+        pipe.connection.load_scripts(PST_SET, PST_DEL, PST_BATCHED_SET, PST_BATCHED_DEL, PST_CLEAR, PST_APPLY_VIEW)
 
     def getKeySetName(self) -> str:
         return self._key_set
@@ -49,18 +52,13 @@ class ProducerStateTable(TableBase):
         return STATE_PREFIX
 
     def getDbConnector(self) -> DBConnector:
-        return self._db
+        return self._pipe.getDBConnector()
 
     def setBuffered(self, buffered: bool) -> None:
         self._buffered = buffered
 
     def _call(self, script: Script, keys: list[str], args: list[Any]) -> None:
-        if self._buffered:
-            self._queued.append((script, keys, args))
-            return
-        if self._queued:
-            self.flush()
-        self._conn.evalsha(script, keys, args)
+        self._pipe.evalsha(script, keys, args, self._buffered)
 
     def set(self, key: str, values: Iterable[tuple[str, str]], op: str = "SET", prefix: str = "") -> None:
         """Set fields of one entry (op and prefix unused, as in C++)."""
@@ -104,17 +102,15 @@ class ProducerStateTable(TableBase):
 
     def flush(self) -> None:
         """Send the buffered writes in one write, then read their answers."""
-        queued, self._queued = self._queued, []
-        self._conn.evalsha_many(queued)
+        self._pipe.flush()
 
     def count(self) -> int:
         """Keys changed and not popped yet (SCARD of the key set)."""
-        return int(self._conn.command("SCARD", self._key_set))
+        return int(self._pipe.read("SCARD", self._key_set))
 
     def clear(self) -> None:
         """Drop everything pending: the key set, the state hashes, the del set."""
-        self.flush()
-        self._conn.evalsha(PST_CLEAR, [self._key_set, STATE_PREFIX + self.getTableName(), self._del_set], [])
+        self._pipe.evalsha(PST_CLEAR, [self._key_set, STATE_PREFIX + self.getTableName(), self._del_set], [], False)
 
     def create_temp_view(self) -> None:
         """Collect the following writes in memory (a view started before is dropped)."""
@@ -132,7 +128,8 @@ class ProducerStateTable(TableBase):
                                "however no temp view was created.")
         target = self._temp_view
         self.clear()
-        dumped = json.loads(self._conn.evalsha(TABLE_DUMP, [self.getTableName()], ["''"]))
+        self._pipe.flush()
+        dumped = json.loads(self._pipe.connection.evalsha(TABLE_DUMP, [self.getTableName()], ["''"]))
         start = len(self.getTableName()) + 1
         current = {key[start:]: {f: v for f, v in fields.items() if f != "NULL"} for key, fields in dumped.items()}
         keys_to_set: list[str] = []
@@ -167,5 +164,5 @@ class ProducerStateTable(TableBase):
             args.append(len(fields))
             for field in sorted(fields, key=cpp_order):
                 args += (field, fields[field])
-        self._conn.evalsha(PST_APPLY_VIEW, script_keys, args)
+        self._pipe.evalsha(PST_APPLY_VIEW, script_keys, args, False)
         self._temp_view = None

@@ -30,6 +30,7 @@ from .notification_producer import NotificationProducer as NotificationProducer
 from .producer_state_table import ProducerStateTable as ProducerStateTable
 from .producer_table import ProducerTable as ProducerTable
 from .pubsub import PubSub as PubSub
+from .redis_pipeline import RedisPipeline as RedisPipeline
 from .restart_waiter import RestartWaiter as RestartWaiter
 from .schema import *  # noqa: F403 - the binding exposes every constant of schema.h at module level
 from .selectable import CastSelectableToRedisSelectObj as CastSelectableToRedisSelectObj

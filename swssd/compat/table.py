@@ -1,8 +1,9 @@
 """Table: direct, blocking access to a table's hashes (`TABLE<sep>key`), as the C++ swss::Table.
 
 The separator is the database's, from SonicDBConfig (by the connector's name, else its id). As in
-C++, get() and hget() cut field names and hget's value at the first '@' (SONiC's `ports@` list
-marker), set() with no pairs sends nothing, and every write is one command.
+C++, a Table writes through a RedisPipeline, its own connection unless one is given, get() and
+hget() cut field names and hget's value at the first '@' (SONiC's `ports@` list marker), and set()
+with no pairs sends nothing.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import Any
 
 from ..channels.table import strip_special
 from ..schema import CHANNEL_SUFFIX
-from .connection import RedisConnection
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
+from .redis_pipeline import RedisPipeline
 
 #: the C++ DEFAULT_DB_TTL: no expiry
 DEFAULT_DB_TTL = -1
@@ -56,12 +57,13 @@ def flat_pairs(fvs: Iterable[tuple[str, str]]) -> list[str]:
 
 
 class Table(TableBase):
-    """Table(db, tableName)."""
+    """Table(db, tableName), or Table(pipeline, tableName, buffered) on a RedisPipeline."""
 
-    def __init__(self, db: DBConnector, tableName: str) -> None:
-        super().__init__(tableName, SonicDBConfig.getSeparator(db))
-        self._db = db
-        self._conn: RedisConnection = db.connection
+    def __init__(self, db: DBConnector | RedisPipeline, tableName: str, buffered: bool = False) -> None:
+        pipe = db if isinstance(db, RedisPipeline) else RedisPipeline(db, 1)
+        super().__init__(tableName, SonicDBConfig.getSeparator(pipe.getDBConnector()))
+        self._pipe = pipe
+        self._buffered = buffered and isinstance(db, RedisPipeline)
 
     def set(
         self, key: str, values: Iterable[tuple[str, str]], op: str = "", prefix: str = "", ttl: int = DEFAULT_DB_TTL
@@ -72,14 +74,15 @@ class Table(TableBase):
             return
         name = self.getKeyName(key)
         if ttl == DEFAULT_DB_TTL:
-            self._conn.command("HSET", name, *flat)
+            self._pipe.write(("HSET", name, *flat), self._buffered)
         else:
-            self._conn.pipeline([("HSET", name, *flat), ("EXPIRE", name, ttl)])
+            self._pipe.write(("HSET", name, *flat), True)
+            self._pipe.write(("EXPIRE", name, ttl), self._buffered)
 
     def get(self, key: str) -> list[Any]:
         """[True, the entry's pairs] or [False, ()] when it does not exist: a list, as the binding
         returns a bool with an output argument."""
-        flat = self._conn.command("HGETALL", f"{self._tableName}{self._separator}{key}" if key else self._tableName)
+        flat = self._pipe.read("HGETALL", f"{self._tableName}{self._separator}{key}" if key else self._tableName)
         if not flat:
             return [False, ()]
         fields = flat[::2]
@@ -89,53 +92,55 @@ class Table(TableBase):
 
     def get_many(self, keys: list[str]) -> list[tuple[tuple[str, str], ...]]:
         """The pairs of each entry (() for one that does not exist), one HGETALL each in one write."""
-        replies = self._conn.pipeline([("HGETALL", self.getKeyName(key)) for key in keys])
+        self._pipe.flush()
+        replies = self._pipe.connection.pipeline([("HGETALL", self.getKeyName(key)) for key in keys])
         out = []
         for flat in replies:
             fields = flat[::2]
-            if any("@" in field for field in fields):
+            if "@" in "".join(fields):
                 fields = [strip_special(field) for field in fields]
             out.append(tuple(zip(fields, flat[1::2])))
         return out
 
     def hget(self, key: str, field: str) -> list[Any]:
         """[True, value] or [False, ""] when the entry or field does not exist."""
-        value = self._conn.command("HGET", self.getKeyName(key), field)
+        value = self._pipe.read("HGET", self.getKeyName(key), field)
         if value is None:
             return [False, ""]
         return [True, strip_special(value)]
 
     def hset(self, key: str, field: str, value: str, op: str = "", prefix: str = "") -> None:
-        self._conn.command("HSET", self.getKeyName(key), field, value)
+        self._pipe.write(("HSET", self.getKeyName(key), field, value), self._buffered)
 
     def delete(self, key: str, op: str = "", prefix: str = "") -> None:
-        self._conn.command("DEL", self.getKeyName(key))
+        """DEL of the entry (on a buffered pipeline it waits there, as in C++)."""
+        self._pipe.write(("DEL", self.getKeyName(key)), True)
 
     def _del(self, key: str, op: str = "", prefix: str = "") -> None:
         """The name older SWIG gave `del`; programs still call it."""
         self.delete(key, op, prefix)
 
     def hdel(self, key: str, field: str, op: str = "", prefix: str = "") -> None:
-        self._conn.command("HDEL", self.getKeyName(key), field)
+        self._pipe.write(("HDEL", self.getKeyName(key), field), True)
 
     def ttl(self, key: str) -> list[Any]:
         """[True, seconds left] as Redis's TTL reports them (-1 no expiry, -2 no key)."""
-        return [True, int(self._conn.command("TTL", self.getKeyName(key)))]
+        return [True, int(self._pipe.read("TTL", self.getKeyName(key)))]
 
     def getKeys(self) -> tuple[str, ...]:
         """The entry keys, by `KEYS TABLE<sep>*`."""
         start = len(self._tableName) + 1
-        return tuple(k[start:] for k in self._conn.command("KEYS", f"{self._tableName}{self._separator}*"))
+        return tuple(k[start:] for k in self._pipe.read("KEYS", f"{self._tableName}{self._separator}*"))
 
     def getContent(self) -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
         """Every entry as (key, "", pairs)."""
         return tuple((key, "", self.get(key)[1]) for key in self.getKeys())
 
     def setBuffered(self, buffered: bool) -> None:
-        """Writes are never buffered here: each is sent when made."""
+        self._buffered = buffered
 
     def flush(self) -> None:
-        """Nothing is buffered, so nothing to send."""
+        self._pipe.flush()
 
 
 def transpose_pops(m: tuple[tuple[str, ...], ...] | list[tuple[object, ...]]) -> list[tuple[object, ...]]:
