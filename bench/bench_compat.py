@@ -4,7 +4,8 @@ interleaved, on one private redis-server (TCP loopback).
 
     .venv/bin/python bench/bench_compat.py --binding ~/.cache/swssd/swss-common/*/env.sh [--rounds 5]
 
-Cases: ProducerStateTable.set one key at a time (the single set), Table.set and Table.get, a
+Cases: ProducerStateTable.set one key at a time (the single set) and buffered on a RedisPipeline
+of 128 (the batched set the binding offers Python), Table.set and Table.get, a
 ConsumerStateTable drain of a pre-filled key set (pop batch 128), a SubscriberStateTable reading
 the keyspace events of as many Table.set calls made before (select, then pops), and ConfigDBConnector
 get_table / get_config / mod_config on 1,000 rows. Each figure is the median over the rounds, in
@@ -40,6 +41,16 @@ reps = 10  # ConfigDB calls are short: several, so one scheduling hiccup does no
 def single_set():
     ps = sc.ProducerStateTable(db, "BENCH")
     return n, lambda: [ps.set(f"k{i}", fvs) for i in range(n)]
+
+def buffered_set():
+    pipe = sc.RedisPipeline(db, 128)
+    ps = sc.ProducerStateTable(pipe, "BENCH", True)
+    def run():
+        for i in range(n):
+            ps.set(f"k{i}", fvs)
+        ps.flush()
+        return pipe  # the binding's table does not keep its pipeline alive: a freed one crashes it
+    return n, run
 
 def cst_drain():
     ps = sc.ProducerStateTable(db, "BENCH")
@@ -90,6 +101,7 @@ def configdb(call):
 
 CASES = {
     "single set (PST.set)": single_set,
+    "buffered set (RedisPipeline 128)": buffered_set,
     "CST drain, batch 128": cst_drain,
     "Table.set": table_set,
     "Table.get": table_get,
