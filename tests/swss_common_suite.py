@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         return skip(f"the tests import {', '.join(missing)}: pip install -e '.[test]'")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         return skip("needs root with unshare and ip, for a private redis-server on 127.0.0.1:6379")
+    probe = subprocess.run(["unshare", "--net", "--mount", "--fork", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return skip(f"cannot make a private network namespace here: {probe.stderr.strip() or probe.returncode}")
     with tempfile.TemporaryDirectory(prefix="swss-common-tests-") as scratch:
         tree = args.tree
         if tree is None:
