@@ -74,7 +74,8 @@ def swss_env() -> dict[str, str]:
     if env is None:
         pytest.skip(f"cannot source {_env_file()} for swsscommon's environment")
     probe = subprocess.run(
-        [env.get("PYTHON", sys.executable), "-c", "from swsscommon import swsscommon"],
+        # the C++ binding itself: swssd's opt-in `swsscommon` package (compat/) has no _swsscommon
+        [env.get("PYTHON", sys.executable), "-c", "from swsscommon import swsscommon, _swsscommon"],
         env=env, capture_output=True, text=True,
     )
     if probe.returncode != 0:
