@@ -10,6 +10,10 @@ ConsumerStateTable drain of a pre-filled key set (pop batch 128), a SubscriberSt
 the keyspace events of as many Table.set calls made before (select, then pops), and ConfigDBConnector
 get_table / get_config / mod_config on 1,000 rows. Each figure is the median over the rounds, in
 operations (keys, rows) per second; the ratio is layer / binding (above 1: the layer is faster).
+
+The single set also runs in the C++ library itself (bench/cpp/tables_bench.cpp, mode pst_set,
+built against the binding's tree as bench_cpp.py builds it), in the same rounds: the layer's
+ratio to it is the issue's "single set >= 0.9x C++" (a C++ program pays neither Python nor SWIG).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from swssd.redis.embedded_redis import EmbeddedRedis  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_cpp import build_cpp  # noqa: E402
 
 DRIVER = r'''
 import json, sys, time
@@ -133,6 +141,23 @@ def binding_env(env_file: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in dump.stdout.decode().split("\0") if "=" in item)
 
 
+def cpp_single_set(binary: Path, config: Path, address: str, n: int) -> float:
+    """Keys per second of the C++ library's ProducerStateTable.set, one call a key (its clock)."""
+    proc = subprocess.Popen([str(binary), "pst_set", str(config), address, "BENCH", str(n)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        raise RuntimeError("tables_bench did not get ready")
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    out, _ = proc.communicate(timeout=600)
+    result = json.loads(out.strip().splitlines()[-1])
+    if proc.returncode != 0 or result["count"] != n:
+        raise RuntimeError(f"tables_bench pst_set failed: {out!r}")
+    return float(n / (result["ns"] / 1e9))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--binding", required=True, help="env file of a built sonic-swss-common binding")
@@ -143,6 +168,10 @@ def main() -> int:
     theirs_env = binding_env(args.binding)
     ours_env = dict(os.environ, PYTHONPATH=f"{ROOT / 'compat'}{os.pathsep}{ROOT}")
     results: dict[str, dict[str, list[float]]] = {"layer": {}, "binding": {}}
+    cpp: list[float] = []
+    tree = Path(theirs_env["SWSS_COMMON_DIR"])
+    out_dir = Path(tempfile.mkdtemp(prefix="bench-compat-"))
+    binary = build_cpp(tree, out_dir)
     with EmbeddedRedis() as server:
         config = server.write_database_config()
         sides = [("layer", ours_env, sys.executable), ("binding", theirs_env, theirs_env.get("PYTHON", "python3"))]
@@ -151,10 +180,16 @@ def main() -> int:
             for case in cases:  # the two sides of a case back to back, so both see the same load
                 for who, env, python in sides if round_no % 2 == 0 else reversed(sides):
                     results[who].setdefault(case, []).append(run(env, python, config, args.keys, case))
+                if case == "single_set":
+                    cpp.append(cpp_single_set(binary, config, f"127.0.0.1:{server.port}", args.keys))
     print(f"{'case':36} {'layer /s':>12} {'binding /s':>12} {'ratio':>7}")
     for case, ours in results["layer"].items():
         mine, theirs = statistics.median(ours), statistics.median(results["binding"][case])
         print(f"{case:36} {mine:12,.0f} {theirs:12,.0f} {mine / theirs:7.2f}")
+    if cpp:
+        mine = statistics.median(results["layer"]["single_set"])
+        print(f"{'single_set, the C++ library itself':36} {mine:12,.0f} {statistics.median(cpp):12,.0f} "
+              f"{mine / statistics.median(cpp):7.2f}")
     return 0
 
 
