@@ -141,6 +141,10 @@ def binding_env(env_file: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in dump.stdout.decode().split("\0") if "=" in item)
 
 
+#: the case that also runs in the C++ library itself
+SINGLE_SET = "single set (PST.set)"
+
+
 def cpp_single_set(binary: Path, config: Path, address: str, n: int) -> float:
     """Keys per second of the C++ library's ProducerStateTable.set, one call a key (its clock)."""
     proc = subprocess.Popen([str(binary), "pst_set", str(config), address, "BENCH", str(n)],
@@ -180,14 +184,14 @@ def main() -> int:
             for case in cases:  # the two sides of a case back to back, so both see the same load
                 for who, env, python in sides if round_no % 2 == 0 else reversed(sides):
                     results[who].setdefault(case, []).append(run(env, python, config, args.keys, case))
-                if case == "single_set":
+                if case == SINGLE_SET:
                     cpp.append(cpp_single_set(binary, config, f"127.0.0.1:{server.port}", args.keys))
     print(f"{'case':36} {'layer /s':>12} {'binding /s':>12} {'ratio':>7}")
     for case, ours in results["layer"].items():
         mine, theirs = statistics.median(ours), statistics.median(results["binding"][case])
         print(f"{case:36} {mine:12,.0f} {theirs:12,.0f} {mine / theirs:7.2f}")
     if cpp:
-        mine = statistics.median(results["layer"]["single_set"])
+        mine = statistics.median(results["layer"][SINGLE_SET])
         print(f"{'single_set, the C++ library itself':36} {mine:12,.0f} {statistics.median(cpp):12,.0f} "
               f"{mine / statistics.median(cpp):7.2f}")
     return 0
