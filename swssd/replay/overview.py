@@ -1,0 +1,340 @@
+"""The figures of `swssd replay report`, aggregated in Spark: only they reach Python (page.py draws them).
+
+The filtered events are read once into a cache of the columns the figures need; every figure is
+an aggregation over that cache, so the text is parsed once, as for `stats`.
+
+Definitions (the README's "replay report" section says the same):
+
+- An *event* is a record of the inputs that the filters keep, counted as `stats` counts it:
+  dead-lettered records included (a task given up on is recorded when popped and again when
+  dropped), notifications apart from SET and DEL (their op is their own).
+- *Per table*: events, SETs, DELs, notifications, dead letters, distinct keys, per host, db and table.
+- *Changes over time*: events per time bucket (one step for the whole report, the smallest of
+  1 ms, 2 ms, 5 ms, ... 1 h, 1 day ... that gives at most MAX_BUCKETS buckets), per table and
+  per host, split into SET, DEL and notification.
+- *Churn* of a key: its events, as `stats` counts them per key (SET and DEL records of a table,
+  dead letters included; notifications are messages, not keys).
+- *Flaps* of a key = alternations + reversions, over its live records (not dead-lettered), in
+  replay order (`ord`: time, then file order):
+  - *alternations*: pairs of consecutive records of which one is a SET and the other a DEL
+    (SET SET DEL SET: 2);
+  - *reversions*: for each field, the values the key's SETs give it, in order, a value equal to
+    the one before it dropped (a SET that leaves the field as it was changes nothing); each value
+    equal to the one two before it counts one (up down up down: 2; 1 2 3 1: 0). A DEL does not
+    end a field's sequence, and a field absent from a SET is not a value.
+  A *flapping key* has at least one flap; the most flaps first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Row, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from .fold import KEY_COLUMNS
+from .inputs import quote_name
+
+MAX_BUCKETS = 240
+#: bucket steps in microseconds: the first that gives at most MAX_BUCKETS buckets is taken
+STEPS_US = [
+    n * unit
+    for unit, ns in (
+        (1_000, (1, 2, 5, 10, 20, 50, 100, 200, 500)),
+        (1_000_000, (1, 2, 5, 10, 15, 30)),
+        (60_000_000, (1, 2, 5, 10, 15, 30)),
+        (3_600_000_000, (1, 2, 3, 6, 12)),
+        (86_400_000_000, (1, 2, 7, 14, 30, 91, 182, 365)),
+    )
+    for n in ns
+]
+#: tables (and hosts) charted apart, the busiest first; the others as one series
+MAX_SERIES = 10
+OTHERS = {"table": "(other tables)", "host": "(other hosts)"}
+
+_KEYS = [quote_name(c) for c in KEY_COLUMNS]
+_BASE = [
+    *_KEYS, "op", "dead_letter", "ord", "fvs", "source",
+    "coalesce(kind, 'state') AS kind",
+    "(kind <=> 'notification') AS is_notification",
+    "unix_micros(ts) AS us",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One record, as a history or the timeline around an instant shows it."""
+
+    us: int
+    host: str
+    db: str
+    table: str
+    key: str
+    op: str
+    kind: str
+    dead_letter: bool
+    fvs: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Series:
+    """Events per bucket of one table or host (`name`) and one op class (SET, DEL, notification)."""
+
+    name: str
+    op: str
+    counts: list[int]
+
+
+@dataclass
+class Timeline:
+    start_us: int
+    step_us: int
+    buckets: int
+    per_table: list[Series]
+    per_host: list[Series]
+
+
+@dataclass
+class KeyFigures:
+    host: str
+    db: str
+    table: str
+    key: str
+    events: int
+    sets: int
+    dels: int
+    dead_letters: int
+    alternations: int
+    reversions: int
+    flaps: int
+    first_us: int
+    last_us: int
+    history: list[Event] = field(default_factory=list)
+    """the latest HISTORY events of the key (live and dead-lettered), oldest first"""
+
+
+@dataclass
+class Around:
+    at_us: int
+    window_us: int
+    total: int
+    events: list[Event]
+    """the first `limit` events in [at - window, at + window], in replay order"""
+
+
+@dataclass
+class Overview:
+    """Everything the page shows: small, plain Python."""
+
+    counts: dict[str, int]
+    rejects_path: str | None
+    reject_reasons: list[tuple[str, int]]
+    sources: list[tuple[str, int]]
+    events: int
+    first_us: int | None
+    last_us: int | None
+    hosts: list[str]
+    tables: list[Row]
+    """per host, db and table: TABLE_FIGURES"""
+    timeline: Timeline | None
+    keys_total: int
+    flapping_total: int
+    top_keys: list[KeyFigures]
+    flapping: list[KeyFigures]
+    around: Around | None
+
+
+TABLE_FIGURES = ["host", "db", "table", "events", "sets", "dels", "notifications", "dead_letters",
+                 "distinct_keys", "first_us", "last_us"]
+KEY_FIGURES = [*KEY_COLUMNS, "events", "sets", "dels", "dead_letters", "alternations", "reversions", "flaps",
+               "first_us", "last_us"]
+
+
+def cached_events(events: DataFrame) -> DataFrame:
+    """The columns the figures need, cached (memory, then disk): the inputs are parsed once."""
+    return events.selectExpr(*_BASE).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def span(base: DataFrame) -> tuple[int, int | None, int | None, list[str]]:
+    """events, first and last instant (µs), hosts: the action that fills the cache."""
+    row = base.agg(
+        F.count(F.lit(1)).alias("n"), F.min("us").alias("first"), F.max("us").alias("last"),
+        F.array_sort(F.collect_set("host")).alias("hosts"),
+    ).first()
+    assert row is not None  # a global aggregation has one row
+    return int(row["n"]), row["first"], row["last"], list(row["hosts"] or [])
+
+
+def sources(base: DataFrame) -> list[tuple[str, int]]:
+    rows = base.groupBy("source").agg(F.count(F.lit(1)).alias("n")).orderBy("source").collect()
+    return [(r["source"], int(r["n"])) for r in rows]
+
+
+def _count(cond: str) -> Column:
+    return F.expr(f"sum(CASE WHEN {cond} THEN 1 ELSE 0 END)")
+
+
+def table_figures(base: DataFrame) -> DataFrame:
+    """Per host, db and table, as `stats` counts them."""
+    table = "(NOT is_notification)"
+    return (
+        base.groupBy("host", "db", "table")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            _count(f"{table} AND op = 'SET'").alias("sets"),
+            _count(f"{table} AND op = 'DEL'").alias("dels"),
+            _count("is_notification").alias("notifications"),
+            _count("dead_letter").alias("dead_letters"),
+            F.count_distinct("key").alias("distinct_keys"),
+            F.min("us").alias("first_us"),
+            F.max("us").alias("last_us"),
+        )
+        .select(*TABLE_FIGURES)
+    )
+
+
+def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> int:
+    """The smallest step of STEPS_US that covers the span in at most `max_buckets` buckets."""
+    for step in STEPS_US:
+        if (last_us // step) - (first_us // step) + 1 <= max_buckets:
+            return step
+    return -(-(last_us - first_us + 1) // max_buckets)
+
+
+def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> Timeline:
+    """Events per bucket, per table and per host, split by op class; the MAX_SERIES busiest tables
+    (and hosts) apart, the others summed as one."""
+    step = bucket_step(first_us, last_us)
+    start = first_us - first_us % step
+    buckets = (last_us - start) // step + 1
+    labels = _table_labels(tables)
+    busiest: dict[str, set[str]] = {"table": set(), "host": set()}
+    for what, name_of in (("table", lambda r: labels[(r["db"], r["table"])]), ("host", lambda r: r["host"])):
+        totals: dict[str, int] = {}
+        for r in tables:
+            totals[name_of(r)] = totals.get(name_of(r), 0) + r["events"]
+        busiest[what] = set(sorted(totals, key=lambda n: (-totals[n], n))[:MAX_SERIES])
+    bucketed = base.selectExpr(
+        "host", "db", "`table`",
+        "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
+        f"CAST((us - {start}) DIV {step} AS INT) AS bucket",
+    )
+    series: dict[str, list[Series]] = {}
+    for what, group in (("table", ["db", "table"]), ("host", ["host"])):
+        rows = bucketed.groupBy(*group, "op_class", "bucket").agg(F.count(F.lit(1)).alias("n")).collect()
+        by_name: dict[tuple[str, str], list[int]] = {}
+        for r in rows:
+            name = labels[(r["db"], r["table"])] if what == "table" else r["host"]
+            if name not in busiest[what]:
+                name = OTHERS[what]
+            counts = by_name.setdefault((name, r["op_class"]), [0] * buckets)
+            counts[r["bucket"]] += r["n"]
+        order = {"SET": 0, "DEL": 1, "notification": 2}
+        series[what] = [
+            Series(name, op, counts)
+            for (name, op), counts in sorted(
+                by_name.items(), key=lambda kv: (kv[0][0] == OTHERS[what], kv[0][0], order.get(kv[0][1], 3)))
+        ]
+    return Timeline(start, step, buckets, series["table"], series["host"])
+
+
+def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
+    """A table's name, with its database where two databases hold a table of that name."""
+    dbs: dict[str, set[str]] = {}
+    for r in tables:
+        dbs.setdefault(r["table"], set()).add(r["db"])
+    return {(r["db"], r["table"]): r["table"] if len(dbs[r["table"]]) == 1 else f"{r['db']} {r['table']}"
+            for r in tables}
+
+
+def key_figures(base: DataFrame) -> DataFrame:
+    """Per key of a table (not notifications): churn as `stats` counts it, and flaps (module docstring)."""
+    records = base.where("NOT is_notification")
+    before = Window.partitionBy(*KEY_COLUMNS).orderBy("ord").rowsBetween(Window.unboundedPreceding, -1)
+    previous_live_op = F.last(F.expr("CASE WHEN NOT dead_letter THEN op END"), ignorenulls=True).over(before)
+    marked = records.select(
+        *KEY_COLUMNS, "op", "dead_letter", "us",
+        F.when(~F.col("dead_letter") & (F.col("op") != previous_live_op), 1).otherwise(0).alias("alternation"),
+    )
+    churn = marked.groupBy(*KEY_COLUMNS).agg(
+        F.count(F.lit(1)).alias("events"),
+        _count("op = 'SET'").alias("sets"),
+        _count("op = 'DEL'").alias("dels"),
+        _count("dead_letter").alias("dead_letters"),
+        F.sum("alternation").alias("alternations"),
+        F.min("us").alias("first_us"),
+        F.max("us").alias("last_us"),
+    )
+    values = records.where("(NOT dead_letter) AND op = 'SET'").selectExpr(
+        *_KEYS, "ord", "posexplode(fvs) AS (pos, pair)"
+    ).selectExpr(*_KEYS, "ord", "pos", "pair[0] AS field", "pair[1] AS value")
+    per_field = Window.partitionBy(*KEY_COLUMNS, "field").orderBy("ord", "pos")
+    changes = (
+        values.withColumn("previous", F.lag("value").over(per_field))
+        .where("previous IS NULL OR value <> previous")
+        .withColumn("two_before", F.lag("value", 2).over(per_field))
+    )
+    reversions = changes.groupBy(*KEY_COLUMNS).agg(
+        _count("value = two_before").alias("reversions")
+    )
+    return (
+        churn.join(reversions, KEY_COLUMNS, "left")
+        .withColumn("reversions", F.coalesce("reversions", F.lit(0)))
+        .withColumn("flaps", F.col("alternations") + F.col("reversions"))
+        .select(*KEY_FIGURES)
+    )
+
+
+def top(keys: DataFrame, n: int) -> tuple[list[KeyFigures], list[KeyFigures], int, int]:
+    """The `n` most changed keys, the `n` keys that flap most, how many keys, how many flap."""
+    order = [*KEY_COLUMNS]
+    most = keys.orderBy(F.desc("events"), F.desc("dels"), *order).limit(n).collect()
+    flapping = keys.where("flaps > 0").orderBy(F.desc("flaps"), F.desc("events"), *order).limit(n).collect()
+    totals = keys.agg(F.count(F.lit(1)).alias("keys"), _count("flaps > 0").alias("flapping")).first()
+    assert totals is not None
+    return ([_key(r) for r in most], [_key(r) for r in flapping], int(totals["keys"]),
+            int(totals["flapping"] or 0))
+
+
+def _key(r: Row) -> KeyFigures:
+    return KeyFigures(**{name: r[name] for name in KEY_FIGURES})
+
+
+_KEY_SCHEMA = StructType([StructField(c, StringType(), False) for c in KEY_COLUMNS])
+
+
+def add_histories(base: DataFrame, keys: list[KeyFigures], n: int) -> None:
+    """Each key's latest `n` records (live and dead-lettered), oldest first, one job for all."""
+    wanted = {(k.host, k.db, k.table, k.key) for k in keys}
+    if not wanted or n <= 0:
+        return
+    chosen = base.sparkSession.createDataFrame(sorted(wanted), _KEY_SCHEMA)
+    latest = Window.partitionBy(*KEY_COLUMNS).orderBy(F.desc("ord"))
+    rows = (
+        base.where("NOT is_notification")
+        .join(F.broadcast(chosen), KEY_COLUMNS, "left_semi")
+        .withColumn("nth", F.row_number().over(latest))
+        .where(F.col("nth") <= n)
+        .orderBy(*KEY_COLUMNS, "ord")
+        .collect()
+    )
+    found: dict[tuple[str, str, str, str], list[Event]] = {}
+    for r in rows:
+        found.setdefault((r["host"], r["db"], r["table"], r["key"]), []).append(event(r))
+    for k in keys:
+        k.history = found.get((k.host, k.db, k.table, k.key), [])
+
+
+def event(r: Row) -> Event:
+    return Event(us=r["us"], host=r["host"], db=r["db"], table=r["table"], key=r["key"], op=r["op"],
+                 kind=r["kind"], dead_letter=bool(r["dead_letter"]), fvs=[(p[0], p[1]) for p in r["fvs"] or ()])
+
+
+def around(base: DataFrame, at_us: int, window_us: int, limit: int) -> Around:
+    """Every event in [at - window, at + window] on every host, in replay order (the first `limit`)."""
+    inside = base.where(f"us BETWEEN {at_us - window_us} AND {at_us + window_us}")
+    rows = inside.orderBy("ord").limit(limit).collect()
+    total = len(rows) if len(rows) < limit else inside.count()
+    return Around(at_us, window_us, total, [event(r) for r in rows])
