@@ -301,10 +301,14 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
         counts = _report_inputs(inputs, args)
         rejects_path = out_path(args, "rejects") if counts.get("rejects") else None
         tables_path, keys_path = out_path(args, "report/tables"), out_path(args, "report/keys")
-        tables = _write(overview.table_figures(base), tables_path).collect()
-        timeline = (overview.timeline(base, first_us, last_us, tables)
-                    if first_us is not None and last_us is not None else None)
-        keys = _write(overview.key_figures(base), keys_path)
+        keyed = overview.per_key(base).persist()
+        try:
+            keys = _write(overview.key_figures(keyed), keys_path)
+            tables = _write(overview.table_figures(keyed), tables_path).collect()
+        finally:
+            keyed.unpersist()
+        timeline, sources = (overview.timeline(base, first_us, last_us, tables)
+                             if first_us is not None and last_us is not None else (None, []))
         top_keys, flapping, keys_total, flapping_total = overview.top(keys, args.top)
         most_history, most_around = DETAIL_STEPS[0]  # the page keeps what fits
         overview.add_histories(base, top_keys + flapping, most_history)
@@ -312,7 +316,7 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
                   if around_us is not None else None)
         ov = overview.Overview(
             counts=counts, rejects_path=rejects_path, reject_reasons=_reject_reasons(spark, rejects_path),
-            sources=overview.sources(base), events=events, first_us=first_us, last_us=last_us, hosts=hosts,
+            sources=sources, events=events, first_us=first_us, last_us=last_us, hosts=hosts,
             tables=tables, timeline=timeline, keys_total=keys_total, flapping_total=flapping_total,
             top_keys=top_keys, flapping=flapping, around=around,
         )

@@ -167,32 +167,8 @@ def span(base: DataFrame) -> tuple[int, int | None, int | None, list[str]]:
     return int(row["n"]), row["first"], row["last"], list(row["hosts"] or [])
 
 
-def sources(base: DataFrame) -> list[tuple[str, int]]:
-    rows = base.groupBy("source").agg(F.count(F.lit(1)).alias("n")).orderBy("source").collect()
-    return [(r["source"], int(r["n"])) for r in rows]
-
-
 def _count(cond: str) -> Column:
     return F.expr(f"sum(CASE WHEN {cond} THEN 1 ELSE 0 END)")
-
-
-def table_figures(base: DataFrame) -> DataFrame:
-    """Per host, db and table, as `stats` counts them."""
-    table = "(NOT is_notification)"
-    return (
-        base.groupBy("host", "db", "table")
-        .agg(
-            F.count(F.lit(1)).alias("events"),
-            _count(f"{table} AND op = 'SET'").alias("sets"),
-            _count(f"{table} AND op = 'DEL'").alias("dels"),
-            _count("is_notification").alias("notifications"),
-            _count("dead_letter").alias("dead_letters"),
-            F.count_distinct("key").alias("distinct_keys"),
-            F.min("us").alias("first_us"),
-            F.max("us").alias("last_us"),
-        )
-        .select(*TABLE_FIGURES)
-    )
 
 
 def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> int:
@@ -203,9 +179,10 @@ def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> 
     return -(-(last_us - first_us + 1) // max_buckets)
 
 
-def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> Timeline:
-    """Events per bucket, per table and per host, split by op class; the MAX_SERIES busiest tables
-    (and hosts) apart, the others summed as one."""
+def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> tuple[Timeline, list[tuple[str, int]]]:
+    """Events per bucket, per table and per host, split by op class (the MAX_SERIES busiest tables
+    and hosts apart, the others summed as one); and events per input file. One job: one
+    aggregation with three grouping sets."""
     step = bucket_step(first_us, last_us)
     start = first_us - first_us % step
     buckets = (last_us - start) // step + 1
@@ -218,14 +195,22 @@ def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) ->
         busiest[what] = set(sorted(totals, key=lambda n: (-totals[n], n))[:MAX_SERIES])
     bucketed = base.selectExpr(
         "host", "db", "`table`",
-        "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
+        "source", "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
         f"CAST((us - {start}) DIV {step} AS INT) AS bucket",
     )
+    grouped = base.sparkSession.sql(
+        "SELECT host, db, `table`, op_class, bucket, source, count(1) AS n, grouping(host) AS by_table,"
+        " grouping(source) AS by_time FROM {bucketed}"
+        " GROUP BY GROUPING SETS ((db, `table`, op_class, bucket), (host, op_class, bucket), (source))",
+        bucketed=bucketed,
+    ).collect()
+    sources = sorted((r["source"], int(r["n"])) for r in grouped if not r["by_time"])
     series: dict[str, list[Series]] = {}
-    for what, group in (("table", ["db", "table"]), ("host", ["host"])):
-        rows = bucketed.groupBy(*group, "op_class", "bucket").agg(F.count(F.lit(1)).alias("n")).collect()
+    for what, by_table in (("table", 1), ("host", 0)):
         by_name: dict[tuple[str, str], list[int]] = {}
-        for r in rows:
+        for r in grouped:
+            if not r["by_time"] or r["by_table"] != by_table:
+                continue
             name = labels[(r["db"], r["table"])] if what == "table" else r["host"]
             if name not in busiest[what]:
                 name = OTHERS[what]
@@ -237,7 +222,7 @@ def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) ->
             for (name, op), counts in sorted(
                 by_name.items(), key=lambda kv: (kv[0][0] == OTHERS[what], kv[0][0], order.get(kv[0][1], 3)))
         ]
-    return Timeline(start, step, buckets, series["table"], series["host"])
+    return Timeline(start, step, buckets, series["table"], series["host"]), sources
 
 
 def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
@@ -249,41 +234,76 @@ def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
             for r in tables}
 
 
-def key_figures(base: DataFrame) -> DataFrame:
-    """Per key of a table (not notifications): churn as `stats` counts it, and flaps (module docstring)."""
-    records = base.where("NOT is_notification")
-    before = Window.partitionBy(*KEY_COLUMNS).orderBy("ord").rowsBetween(Window.unboundedPreceding, -1)
-    previous_live_op = F.last(F.expr("CASE WHEN NOT dead_letter THEN op END"), ignorenulls=True).over(before)
-    marked = records.select(
-        *KEY_COLUMNS, "op", "dead_letter", "us",
-        F.when(~F.col("dead_letter") & (F.col("op") != previous_live_op), 1).otherwise(0).alias("alternation"),
+# Every record becomes rows of one narrow shape, sorted once per key: a notification (tag 0), a
+# dead-lettered record (1) and a live record (2) give one row, its op as 0 (SET) or 1 (DEL); a
+# live SET also gives one row per field (3), the field and its value as 64-bit hashes. Sorted
+# by (key, tag, field, order), the live ops' row order gives the alternations and each field's
+# rows its reversions; the counts are sums over the same rows. The key's names ride on the rows
+# of tags 0-2 only.
+_ROWS = (
+    "inline(CASE WHEN is_notification THEN array(named_struct('tag', 0, 'field', 0L, 'value', 0L, 'pos', 0))"
+    " ELSE concat(array(named_struct('tag', CASE WHEN dead_letter THEN 1 ELSE 2 END, 'field', 0L,"
+    " 'value', CASE WHEN op = 'DEL' THEN 1L ELSE 0L END, 'pos', 0)),"
+    " CASE WHEN (NOT dead_letter) AND op = 'SET' THEN transform(fvs, (p, i) -> named_struct('tag', 3,"
+    " 'field', xxhash64(p[0]), 'value', xxhash64(p[1]), 'pos', i + 1))"
+    " ELSE CAST(array() AS ARRAY<STRUCT<tag: INT, field: BIGINT, value: BIGINT, pos: INT>>) END) END)"
+)
+_ON_KEY_ROWS = [f"CASE WHEN tag < 3 THEN {c} END AS {c}" for c in (*_KEYS, "us", "dead_letter")]
+_RECORD = "tag IN (1, 2)"
+
+
+def per_key(base: DataFrame) -> DataFrame:
+    """Per key (notifications' keys too): churn as `stats` counts it, flaps (module docstring), and
+    the notifications' counts; one shuffle and one sort of narrow rows over the cached events.
+
+    Keys, fields and values are compared by their 64-bit hashes (xxhash64): two different ones
+    taken for one have a chance of about 2^-64. Sorting the strings and the records themselves (a
+    window per key and another per field) made the report some 4 times as long as `stats`."""
+    rows = base.selectExpr(*_KEYS, "us", "dead_letter", "ord", "xxhash64(host, db, `table`, `key`) AS key_id",
+                           _ROWS).selectExpr("key_id", "tag", "field", "value", "ord", "pos", *_ON_KEY_ROWS)
+    in_order = Window.partitionBy("key_id", "tag", "field").orderBy("ord", "pos")
+    marked = (
+        rows.withColumn("previous", F.lag("value").over(in_order))
+        .where("tag <> 3 OR previous IS NULL OR value <> previous")  # a field's repeated value: no change
+        .withColumn("two_before", F.lag("value", 2).over(in_order))
     )
-    churn = marked.groupBy(*KEY_COLUMNS).agg(
-        F.count(F.lit(1)).alias("events"),
-        _count("op = 'SET'").alias("sets"),
-        _count("op = 'DEL'").alias("dels"),
-        _count("dead_letter").alias("dead_letters"),
-        F.sum("alternation").alias("alternations"),
-        F.min("us").alias("first_us"),
-        F.max("us").alias("last_us"),
-    )
-    values = records.where("(NOT dead_letter) AND op = 'SET'").selectExpr(
-        *_KEYS, "ord", "posexplode(fvs) AS (pos, pair)"
-    ).selectExpr(*_KEYS, "ord", "pos", "pair[0] AS field", "pair[1] AS value")
-    per_field = Window.partitionBy(*KEY_COLUMNS, "field").orderBy("ord", "pos")
-    changes = (
-        values.withColumn("previous", F.lag("value").over(per_field))
-        .where("previous IS NULL OR value <> previous")
-        .withColumn("two_before", F.lag("value", 2).over(per_field))
-    )
-    reversions = changes.groupBy(*KEY_COLUMNS).agg(
-        _count("value = two_before").alias("reversions")
-    )
+    return marked.groupBy("key_id").agg(
+        *(F.max(c).alias(c) for c in KEY_COLUMNS),
+        _count(_RECORD).alias("events"),
+        _count(f"{_RECORD} AND value = 0").alias("sets"),
+        _count(f"{_RECORD} AND value = 1").alias("dels"),
+        _count("tag = 1").alias("dead_letters"),
+        _count("tag = 2 AND value <> previous").alias("alternations"),
+        _count("tag = 3 AND value = two_before").alias("reversions"),
+        F.expr(f"min(CASE WHEN {_RECORD} THEN us END)").alias("first_us"),
+        F.expr(f"max(CASE WHEN {_RECORD} THEN us END)").alias("last_us"),
+        _count("tag = 0").alias("notifications"),
+        _count("tag = 0 AND dead_letter").alias("notification_dead_letters"),
+        F.min("us").alias("any_first_us"),
+        F.max("us").alias("any_last_us"),
+    ).withColumn("flaps", F.col("alternations") + F.col("reversions"))
+
+
+def key_figures(keyed: DataFrame) -> DataFrame:
+    """Keys of tables (per_key's rows with a record), KEY_FIGURES."""
+    return keyed.where("events > 0").select(*KEY_FIGURES)
+
+
+def table_figures(keyed: DataFrame) -> DataFrame:
+    """Per host, db and table, as `stats` counts them, from per_key's rows."""
     return (
-        churn.join(reversions, KEY_COLUMNS, "left")
-        .withColumn("reversions", F.coalesce("reversions", F.lit(0)))
-        .withColumn("flaps", F.col("alternations") + F.col("reversions"))
-        .select(*KEY_FIGURES)
+        keyed.groupBy("host", "db", "table")
+        .agg(
+            F.expr("sum(events + notifications)").alias("events"),
+            F.sum("sets").alias("sets"),
+            F.sum("dels").alias("dels"),
+            F.sum("notifications").alias("notifications"),
+            F.expr("sum(dead_letters + notification_dead_letters)").alias("dead_letters"),
+            F.count(F.lit(1)).alias("distinct_keys"),
+            F.min("any_first_us").alias("first_us"),
+            F.max("any_last_us").alias("last_us"),
+        )
+        .select(*TABLE_FIGURES)
     )
 
 
