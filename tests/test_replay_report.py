@@ -415,3 +415,42 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
             shutil.copy(shot, os.environ["SWSSD_REPORT_SCREENSHOT"])
     finally:
         driver.quit()
+
+
+def test_an_empty_input_gives_a_page_that_says_so(tmp_path: Path, spark: SparkSession,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "sw1").mkdir()
+    (tmp_path / "sw1" / "swssd.capture.jsonl").write_text("")
+    assert main(["report", str(tmp_path / "sw1"), "--out", str(tmp_path / "r.html"), "--output",
+                 str(tmp_path / "o"), "--around", iso(START), *SPARK_ARGS]) == 0
+    text = (tmp_path / "r.html").read_text()
+    assert "<p>No events.</p>" in text and page_data(text)["events"] == 0
+    captured = capsys.readouterr()
+    assert "read 0 lines" in captured.out and "warning: the inputs hold no lines" in captured.err
+
+
+def test_a_page_too_big_is_shortened_to_fit() -> None:
+    """A fleet's worth of tables and keys with long values: the lists are cut, the page fits."""
+    from swssd.replay.overview import Around, Event, KeyFigures, Overview, Series, Timeline
+    from swssd.replay.page import PAGE_LIMIT, render
+
+    def ev(i: int) -> Event:
+        return Event(START + i, f"sw{i % 40}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24", "SET", "state", False,
+                     [("nexthop", ",".join(f"10.0.{j}.1" for j in range(40)))])
+
+    def key(i: int) -> KeyFigures:
+        return KeyFigures(f"sw{i}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24", 100, 90, 10, 0, 5, 5, 10,
+                          START, START + 1000, [ev(j) for j in range(20)])
+
+    tables = [{"host": f"sw{h}", "db": "APPL_DB", "table": f"T{t}", "events": 10, "sets": 9, "dels": 1,
+               "notifications": 0, "dead_letters": 0, "distinct_keys": 3, "first_us": START, "last_us": START + 9}
+              for h in range(40) for t in range(30)]
+    series = [Series(f"T{t}", op, [70_000] * 240) for t in range(11) for op in ("SET", "DEL", "notification")]
+    ov = Overview(counts={"lines": 1, "events": 1}, rejects_path=None, reject_reasons=[], sources=[],
+                  events=1, first_us=START, last_us=START + 10**9, hosts=[f"sw{h}" for h in range(40)],
+                  tables=tables, timeline=Timeline(START, 5_000_000, 240, series, series), keys_total=30,
+                  flapping_total=15, top_keys=[key(i) for i in range(15)], flapping=[key(i) for i in range(15)],
+                  around=Around(START, 1_000_000, 5000, [ev(i) for i in range(300)]))
+    text = render(ov, {"inputs": "x"})
+    assert len(text.encode()) <= PAGE_LIMIT
+    assert "Some lists were shortened" in text and page_data(text)["tables_total"] == 1200

@@ -297,16 +297,20 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     base = overview.cached_events(_events(inputs, args, args.db))
     try:
-        events, first_us, last_us, hosts = overview.span(base)
-        counts = _report_inputs(inputs, args)
-        rejects_path = out_path(args, "rejects") if counts.get("rejects") else None
         tables_path, keys_path = out_path(args, "report/tables"), out_path(args, "report/keys")
         keyed = overview.per_key(base).persist()
         try:
+            # the first job: it parses the inputs, filling the cache of the events as it goes
             keys = _write(overview.key_figures(keyed), keys_path)
             tables = _write(overview.table_figures(keyed), tables_path).collect()
         finally:
             keyed.unpersist()
+        counts = _report_inputs(inputs, args)
+        rejects_path = out_path(args, "rejects") if counts.get("rejects") else None
+        events = sum(r["events"] for r in tables)
+        first_us = min((r["first_us"] for r in tables), default=None)
+        last_us = max((r["last_us"] for r in tables), default=None)
+        hosts = sorted({r["host"] for r in tables})
         timeline, sources = (overview.timeline(base, first_us, last_us, tables)
                              if first_us is not None and last_us is not None else (None, []))
         top_keys, flapping, keys_total, flapping_total = overview.top(keys, args.top)

@@ -1,7 +1,8 @@
 """The figures of `swssd replay report`, aggregated in Spark: only they reach Python (page.py draws them).
 
-The filtered events are read once into a cache of the columns the figures need; every figure is
-an aggregation over that cache, so the text is parsed once, as for `stats`.
+The filtered events are read once into a cache of the columns the figures need, by the first job
+(the per-key figures, which the per-table ones and the span come from); every other figure is an
+aggregation over that cache, so the text is parsed once, as for `stats`.
 
 Definitions (the README's "replay report" section says the same):
 
@@ -89,6 +90,8 @@ class Series:
 
 @dataclass
 class Timeline:
+    """Buckets of `step_us` from `start_us` (aligned to the step), the same for every series."""
+
     start_us: int
     step_us: int
     buckets: int
@@ -98,6 +101,8 @@ class Timeline:
 
 @dataclass
 class KeyFigures:
+    """One key's churn and flaps (KEY_FIGURES), and its latest records."""
+
     host: str
     db: str
     table: str
@@ -117,6 +122,8 @@ class KeyFigures:
 
 @dataclass
 class Around:
+    """The window around an instant: `total` events in it, the first of them listed."""
+
     at_us: int
     window_us: int
     total: int
@@ -155,16 +162,6 @@ KEY_FIGURES = [*KEY_COLUMNS, "events", "sets", "dels", "dead_letters", "alternat
 def cached_events(events: DataFrame) -> DataFrame:
     """The columns the figures need, cached (memory, then disk): the inputs are parsed once."""
     return events.selectExpr(*_BASE).persist(StorageLevel.MEMORY_AND_DISK)
-
-
-def span(base: DataFrame) -> tuple[int, int | None, int | None, list[str]]:
-    """events, first and last instant (µs), hosts: the action that fills the cache."""
-    row = base.agg(
-        F.count(F.lit(1)).alias("n"), F.min("us").alias("first"), F.max("us").alias("last"),
-        F.array_sort(F.collect_set("host")).alias("hosts"),
-    ).first()
-    assert row is not None  # a global aggregation has one row
-    return int(row["n"]), row["first"], row["last"], list(row["hosts"] or [])
 
 
 def _count(cond: str) -> Column:
@@ -319,6 +316,7 @@ def top(keys: DataFrame, n: int) -> tuple[list[KeyFigures], list[KeyFigures], in
 
 
 def _key(r: Row) -> KeyFigures:
+    """A row of KEY_FIGURES, its history to be added (add_histories)."""
     return KeyFigures(**{name: r[name] for name in KEY_FIGURES})
 
 
@@ -348,6 +346,7 @@ def add_histories(base: DataFrame, keys: list[KeyFigures], n: int) -> None:
 
 
 def event(r: Row) -> Event:
+    """A row of the cached events as the page lists it."""
     return Event(us=r["us"], host=r["host"], db=r["db"], table=r["table"], key=r["key"], op=r["op"],
                  kind=r["kind"], dead_letter=bool(r["dead_letter"]), fvs=[(p[0], p[1]) for p in r["fvs"] or ()])
 

@@ -29,6 +29,8 @@ from .overview import OTHERS, Around, Event, KeyFigures, Overview, Series
 PAGE_LIMIT = 4_990_000
 #: (history events per key, events around the instant) tried in turn until the page fits
 DETAIL_STEPS = [(20, 300), (10, 150), (5, 60), (0, 0)]
+#: per-table rows listed at each of those steps (a fleet has hosts x tables of them)
+TABLE_ROWS = [200, 100, 50, 20]
 FIELDS_WIDTH = 120
 OP_DASH = {"SET": "solid", "DEL": "dot", "notification": "dashdot"}
 OP_SYMBOL = {"SET": "circle", "DEL": "x", "notification": "diamond"}
@@ -69,6 +71,7 @@ def _plot_time(us: int) -> str:
 
 
 def duration(us: int) -> str:
+    """A bucket or window length as a person writes it (200 ms, 15 s, 1 h)."""
     for unit, size in (("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000), ("s", 1_000_000),
                        ("ms", 1_000)):
         if us >= size and us % size == 0:
@@ -95,6 +98,7 @@ def _cut(text: str, width: int = FIELDS_WIDTH) -> str:
 
 
 def fields_text(fvs: Sequence[tuple[str, str]]) -> str:
+    """field=value pairs in the record's order, as `history` prints them."""
     return " ".join(f"{f}={v}" for f, v in fvs)
 
 
@@ -271,31 +275,28 @@ def _summary(ov: Overview, title: dict[str, str]) -> str:
     )
 
 
-MAX_TABLE_ROWS = 200
-
-
-def _tables(ov: Overview) -> str:
+def _tables(ov: Overview, most: int) -> str:
     rows = sorted(ov.tables, key=lambda r: (-r["events"], r["host"], r["db"], r["table"]))
-    shown = rows[:MAX_TABLE_ROWS]
+    shown = rows[:most]
     body = _table(
         ["host", "db", "table", "events", "SET", "DEL", "notifications", "dead letters", "keys", "first", "last"],
         [(r["host"], r["db"], r["table"], r["events"], r["sets"], r["dels"], r["notifications"], r["dead_letters"],
           r["distinct_keys"], iso(r["first_us"]), iso(r["last_us"])) for r in shown],
         numeric={3, 4, 5, 6, 7, 8},
     )
-    more = (f'<p class="note">the {MAX_TABLE_ROWS} busiest of {len(rows)}; every one is in the '
-            "report's Parquet output (report/tables)</p>") if len(rows) > MAX_TABLE_ROWS else ""
+    more = (f'<p class="note">the {most} busiest of {len(rows)}; every one is in the '
+            "report's Parquet output (report/tables)</p>") if len(rows) > most else ""
     return body + more
 
 
-def data_block(ov: Overview, history: int, around: int) -> dict[str, Any]:
+def data_block(ov: Overview, history: int, around: int, table_rows: int) -> dict[str, Any]:
     """The page's figures as JSON (<script id="swssd-report-data">), for a program that reads the page."""
     def key(k: KeyFigures) -> dict[str, Any]:
         return {"host": k.host, "db": k.db, "table": k.table, "key": k.key, "events": k.events, "sets": k.sets,
                 "dels": k.dels, "dead_letters": k.dead_letters, "alternations": k.alternations,
                 "reversions": k.reversions, "flaps": k.flaps, "history_shown": min(history, len(k.history))}
 
-    shown = sorted(ov.tables, key=lambda r: (-r["events"], r["host"], r["db"], r["table"]))[:MAX_TABLE_ROWS]
+    shown = sorted(ov.tables, key=lambda r: (-r["events"], r["host"], r["db"], r["table"]))[:table_rows]
     return {
         "counts": ov.counts, "rejects_path": ov.rejects_path, "reject_reasons": dict(ov.reject_reasons),
         "events": ov.events, "hosts": ov.hosts, "keys": ov.keys_total, "flapping_keys": ov.flapping_total,
@@ -311,7 +312,7 @@ def data_block(ov: Overview, history: int, around: int) -> dict[str, Any]:
     }
 
 
-def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, cut: bool) -> str:
+def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, table_rows: int, cut: bool) -> str:
     plotly_js = get_plotlyjs()
     parts = ["<h1>swssd replay report</h1>",
              f'<p class="note">written {iso(int(datetime.now(UTC).timestamp() * 1_000_000))[:19]}Z'
@@ -319,13 +320,13 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, cut:
     if cut:
         parts.append('<p class="note">Some lists were shortened to keep this page under '
                       f"{PAGE_LIMIT / 1e6:g} MB (histories: {history} events a key, the timeline: {around_n} "
-                      "events).</p>")
+                      f"events, per table: {table_rows} rows).</p>")
     parts.append('<h2 id="summary-h">Input</h2>' + _summary(ov, title))
     fig = changes_figure(ov)
     parts.append('<h2>Changes over time</h2><p class="note">SET solid, DEL dotted, notifications dash-dot; drag to '
                  "zoom, double-click to zoom out; click a legend entry to hide it.</p>"
                  + (_figure_html(fig, DIV_CHANGES) if fig is not None else "<p>No events.</p>"))
-    parts.append("<h2>Per table</h2>" + _tables(ov))
+    parts.append("<h2>Per table</h2>" + _tables(ov, table_rows))
     hosts = len(ov.hosts)
     parts.append(f"<h2>Most changed keys</h2><p class=note>{ov.keys_total} keys; the {len(ov.top_keys)} with the "
                  "most events (SET and DEL, as <code>stats</code> counts them). Click a bar for its history.</p>")
@@ -354,7 +355,7 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, cut:
             parts.append(_table(["ts", "host", "db", "table", "key", "op", "fields"],
                                 [(iso(e.us), e.host, e.db, e.table, e.key, _op(e), _cut(fields_text(e.fvs)))
                                  for e in events]))
-    data = json.dumps(data_block(ov, history, around_n), separators=(",", ":")).replace("</", "<\\/")
+    data = json.dumps(data_block(ov, history, around_n, table_rows), separators=(",", ":")).replace("</", "<\\/")
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>swssd replay report</title>"
         f'<meta name=viewport content="width=device-width"><style>{_STYLE}</style>'
@@ -368,8 +369,8 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, cut:
 def render(ov: Overview, title: dict[str, str], limit: int = PAGE_LIMIT) -> str:
     """The page, with as much detail as fits in `limit` bytes (DETAIL_STEPS)."""
     text = ""
-    for i, (history, around_n) in enumerate(DETAIL_STEPS):
-        text = _page(ov, title, history, around_n, cut=i > 0)
+    for i, ((history, around_n), table_rows) in enumerate(zip(DETAIL_STEPS, TABLE_ROWS)):
+        text = _page(ov, title, history, around_n, table_rows, cut=i > 0)
         if len(text.encode()) <= limit:
             return text
     return text
