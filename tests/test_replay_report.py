@@ -407,6 +407,13 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
         assert {"PORT_TABLE SET", "ROUTE_TABLE DEL", "NOTIFICATIONS notification"} <= {t[0] for t in per_table}
         assert sum(t[2] for t in per_table) == sum(t[2] for t in per_host) == data["events"]
         assert [t[1] for t in drawn["top-keys"]] == [len(data["top_keys"])] * 2  # SET and DEL bars
+        # a click on a key's bar opens its history
+        opened = driver.execute_script("""
+            const gd = document.getElementById('flapping-keys');
+            gd.emit('plotly_click', {points: [{customdata: 'flap-1'}]});
+            const d = document.getElementById('flap-1');
+            return [d.open, d.querySelectorAll(':scope table tbody tr').length];""")
+        assert opened == [True, data["flapping"][1]["history_shown"]] and opened[1] > 0
         driver.execute_script("document.getElementById('changes').scrollIntoView()")
         shot = report["dir"] / "report.png"
         driver.save_screenshot(str(shot))

@@ -247,6 +247,7 @@ _ROWS = (
 )
 _ON_KEY_ROWS = [f"CASE WHEN tag < 3 THEN {c} END AS {c}" for c in (*_KEYS, "us", "dead_letter")]
 _RECORD = "tag IN (1, 2)"
+SORT_PARTITIONS_PER_SHUFFLE_PARTITION = 4
 
 
 def per_key(base: DataFrame) -> DataFrame:
@@ -258,6 +259,12 @@ def per_key(base: DataFrame) -> DataFrame:
     window per key and another per field) made the report some 4 times as long as `stats`."""
     rows = base.selectExpr(*_KEYS, "us", "dead_letter", "ord", "xxhash64(host, db, `table`, `key`) AS key_id",
                            _ROWS).selectExpr("key_id", "tag", "field", "value", "ord", "pos", *_ON_KEY_ROWS)
+    # Some three rows an event: in the session's few shuffle partitions, each task's sort would
+    # not fit beside the cache and spill (4M events: the sort twice as long in a second run). By
+    # key, which is all the window needs, so there is no other shuffle.
+    partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
+        "spark.sql.shuffle.partitions") or 1)
+    rows = rows.repartition(partitions, "key_id")
     in_order = Window.partitionBy("key_id", "tag", "field").orderBy("ord", "pos")
     marked = (
         rows.withColumn("previous", F.lag("value").over(in_order))
