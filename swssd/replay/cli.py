@@ -35,6 +35,8 @@ DONE_EPILOG = ("exit status: 0 done, 2 bad arguments, inputs that match nothing 
                "(one line on stderr).")
 DIFF_EPILOG = ("exit status: 0 no differences, 1 differences found, 2 bad arguments, inputs that match "
                "nothing, a bad dump or a Spark error (one line on stderr).")
+RESTORE_EPILOG = ("exit status: 0 restored, 1 Redis unreachable or a Redis error, 2 bad arguments, inputs "
+                  "that match nothing or a Spark error (one line on stderr).")
 REPORT_EPILOG = ("exit status: 0 the report was written, 2 bad arguments, inputs that match nothing, "
                  "a Spark error or an unwritable --out (one line on stderr).")
 
@@ -90,11 +92,13 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _common()
 
-    st = sub.add_parser("state", epilog=DONE_EPILOG, parents=[common], help="table contents at an instant, as Parquet")
+    st = sub.add_parser("state", epilog=DONE_EPILOG, parents=[common],
+                        help="table contents at an instant, as Parquet")
     st.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     st.add_argument("--show", type=int, default=0, metavar="N", help="also print the first N entries")
 
-    hi = sub.add_parser("history", epilog=DONE_EPILOG, parents=[common], help="the ordered events of matching keys")
+    hi = sub.add_parser("history", epilog=DONE_EPILOG, parents=[common],
+                        help="the ordered events of matching keys")
     hi.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     hi.add_argument("--since", metavar="T", help="only events at or after T")
     hi.add_argument("--limit", type=int, default=50, metavar="N", help="events printed (default 50)")
@@ -113,7 +117,7 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     di.add_argument("--db", default="APPL_DB", help="database of the dump (default APPL_DB)")
     di.add_argument("--limit", type=int, default=50, metavar="N", help="differences printed (default 50)")
 
-    re = sub.add_parser("restore", epilog=DONE_EPILOG, parents=[common],
+    re = sub.add_parser("restore", epilog=RESTORE_EPILOG, parents=[common],
                         help="write the state at an instant into Redis through temp views")
     re.add_argument("--db", default="APPL_DB", help="database to restore (default APPL_DB)")
     re.add_argument("--url", metavar="URL",
