@@ -19,12 +19,16 @@ compact`, timed apart: paid once per capture) and adds a third side to the round
   segment - `replay state` over the segment (Parquet: no JSON parsing), checked against the fold
             like the other; the order of the three sides rotates from round to round.
 
+`--report` times `swssd replay report` (the HTML page, issue 28) against `replay stats` instead,
+on the same captures in the same warm session, interleaved round by round, and prints the page's
+size (target: about the time of `stats`, under 5 MB).
+
 `--cli-rounds N` (default 5; 0 skips it) also times the whole command on a 2-event capture, as a
 user runs it: `python -m swssd.replay state` and `swssd replay state` in a fresh process, JVM
 start-up included; with the class archive (swssd/replay/jvm.py), without it, and with `--baseline
 DIR` an earlier swssd tree.
 
-Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--segment] [--sizes 1000000 4000000]
+Run: .venv/bin/python bench/bench_replay.py [--small] [--mixed] [--segment] [--report] [--sizes 1000000 4000000]
      [--rounds 3] [--cli-rounds 5] [--keep DIR] [--baseline DIR]
 """
 
@@ -248,6 +252,30 @@ def time_tiny_cli(base: Path, rounds: int, baseline: Path | None = None) -> None
               f"(runs {', '.join(f'{x[0]:.1f}' for x in got)}; load {', '.join(f'{x[1]:.1f}' for x in got)})")
 
 
+def time_report(spark, d: Path, n: int, out: Path, rounds: int) -> None:  # type: ignore[no-untyped-def]
+    """`replay report` against `replay stats` over the same files, interleaved; medians and page size."""
+    source = str(d / "swssd.capture.jsonl*")
+    page = out / "report.html"
+    argv = {"stats": ["stats", source, "--output", str(out / "stats")],
+            "report": ["report", source, "--output", str(out / "report"), "--out", str(page),
+                       "--around", iso(START_US + n // PER_TS * 500), "--window", "5ms"]}
+    runs: dict[str, list[tuple[float, float]]] = {side: [] for side in argv}
+    for r in range(rounds):
+        for side in round_order(list(argv), r):
+            # `stats` leaves its per-minute aggregation cached (a command is one process): the
+            # next run of the same plan in this session would find it instead of reading the input
+            spark.catalog.clearCache()
+            before = load()
+            elapsed = replay(argv[side])
+            runs[side].append((elapsed, before))
+            print(f"{n:>10,} events, round {r + 1}: {side:6s} {elapsed:6.1f} s ({n / elapsed:>9,.0f} ev/s)  "
+                  f"load {before:.1f}", flush=True)
+    medians = {side: median([x[0] for x in got]) for side, got in runs.items()}
+    print(f"{n:>10,} events, medians of {rounds}: stats {medians['stats']:6.1f} s   report {medians['report']:6.1f} s"
+          f"   report/stats {medians['report'] / medians['stats']:.2f}   page {page.stat().st_size:,} bytes",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 4_000_000],
@@ -257,6 +285,8 @@ def main() -> None:
                     help="subscriber tables and notifications among the events")
     ap.add_argument("--segment", action="store_true",
                     help="also compact the captures once and time `replay state` over the segment")
+    ap.add_argument("--report", action="store_true",
+                    help="time `replay report` against `replay stats` (instead of state against Python)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved spark/python rounds per size")
     ap.add_argument("--cli-rounds", type=int, default=5,
                     help="timed runs of the command on a 2-event capture (0: skip)")
@@ -291,6 +321,8 @@ def main() -> None:
     if not (warm / "swssd.capture.jsonl").exists():
         generate(warm, 20_000, seed=99)
     spark_state(warm, base / "out-warmup", [])
+    if args.report:
+        time_report(spark, warm, 20_000, base / "out-warmup-report", 1)
 
     results = []
     try:
@@ -301,6 +333,9 @@ def main() -> None:
                 nbytes = generate(d, n, mixed=args.mixed)
                 print(f"generated {n:,} events, {nbytes / 1e6:.0f} MB in "
                       f"{len(list(d.iterdir()))} files ({time.perf_counter() - t:.0f} s)")
+            if args.report:
+                time_report(spark, d, n, base / f"out-{n}-report", args.rounds)
+                continue
             sides = ["spark", "python"]
             seg: Path | None = None
             if args.segment:

@@ -31,6 +31,16 @@ INSTALL_HINT = (
 )
 
 
+DONE_EPILOG = ("exit status: 0 done, 2 bad arguments, inputs that match nothing or a Spark error "
+               "(one line on stderr).")
+DIFF_EPILOG = ("exit status: 0 no differences, 1 differences found, 2 bad arguments, inputs that match "
+               "nothing, a bad dump or a Spark error (one line on stderr).")
+RESTORE_EPILOG = ("exit status: 0 restored, 1 Redis unreachable or a Redis error, 2 bad arguments, inputs "
+                  "that match nothing or a Spark error (one line on stderr).")
+REPORT_EPILOG = ("exit status: 0 the report was written, 2 bad arguments, inputs that match nothing, "
+                 "a Spark error or an unwritable --out (one line on stderr).")
+
+
 def _conf(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -74,7 +84,7 @@ def _common(filters: bool = True, output: bool = True) -> argparse.ArgumentParse
 
 def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog,
+        prog=prog, epilog="exit status: each command's --help lists its own; 0 is success, 2 an error.",
         description="Replay swssd captures and swss.rec files with PySpark: table state at an "
                     "instant, history, statistics, diff against a live dump, restore; compact "
                     "captures into a segment that replays without parsing text.",
@@ -82,30 +92,32 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _common()
 
-    st = sub.add_parser("state", parents=[common], help="table contents at an instant, as Parquet")
+    st = sub.add_parser("state", epilog=DONE_EPILOG, parents=[common],
+                        help="table contents at an instant, as Parquet")
     st.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     st.add_argument("--show", type=int, default=0, metavar="N", help="also print the first N entries")
 
-    hi = sub.add_parser("history", parents=[common], help="the ordered events of matching keys")
+    hi = sub.add_parser("history", epilog=DONE_EPILOG, parents=[common],
+                        help="the ordered events of matching keys")
     hi.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     hi.add_argument("--since", metavar="T", help="only events at or after T")
     hi.add_argument("--limit", type=int, default=50, metavar="N", help="events printed (default 50)")
 
-    sa = sub.add_parser("stats", parents=[common],
+    sa = sub.add_parser("stats", epilog=DONE_EPILOG, parents=[common],
                         help="event counts, rates, flapping keys and notifications per op")
     sa.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
     sa.add_argument("--since", metavar="T", help="only events at or after T")
     sa.add_argument("--top", type=int, default=10, metavar="N",
                     help="flapping keys and notification ops printed (default 10)")
 
-    di = sub.add_parser("diff", parents=[common],
+    di = sub.add_parser("diff", epilog=DIFF_EPILOG, parents=[common],
                         help="state at an instant against a `swssd dump` of live tables")
     di.add_argument("--dump", required=True, metavar="FILE",
                     help='JSON {"<table>": {"<key>": {"<field>": "<value>"}}} of one database')
     di.add_argument("--db", default="APPL_DB", help="database of the dump (default APPL_DB)")
     di.add_argument("--limit", type=int, default=50, metavar="N", help="differences printed (default 50)")
 
-    re = sub.add_parser("restore", parents=[common],
+    re = sub.add_parser("restore", epilog=RESTORE_EPILOG, parents=[common],
                         help="write the state at an instant into Redis through temp views")
     re.add_argument("--db", default="APPL_DB", help="database to restore (default APPL_DB)")
     re.add_argument("--url", metavar="URL",
@@ -118,7 +130,28 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
                     help="key separator with --url (default by database name)")
     re.add_argument("--db-config", metavar="PATH", help="database_config.json to find --db in")
 
-    co = sub.add_parser("compact", parents=[_common(filters=False, output=False)],
+    rp = sub.add_parser(
+        "report", parents=[common],
+        help="one self-contained HTML page: changes over time per table and host, the most changed "
+             "and flapping keys with their histories, the timeline around an instant, the input summary",
+        description="Write one self-contained HTML report (plotly, inlined: nothing is fetched when it "
+                    "is opened) of the events the filters keep: changes over time per table (and per "
+                    "host), the most changed and the flapping keys, each with its history, every change "
+                    "around --around, and what was read. The per-table and per-key figures also go to "
+                    "--output as Parquet (report/tables, report/keys).",
+        epilog=REPORT_EPILOG,
+    )
+    rp.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write (replaced)")
+    rp.add_argument("--db", action="append", metavar="DB", help="keep these databases (repeatable)")
+    rp.add_argument("--since", metavar="T", help="only events at or after T")
+    rp.add_argument("--until", dest="as_of", metavar="T", help="only events at or before T (as --as-of)")
+    rp.add_argument("--around", metavar="T", help="also list every change on every host around T")
+    rp.add_argument("--window", default="1s", metavar="D",
+                    help="half-width of the --around window: 2s, 500ms, 1m, 250us (default 1s)")
+    rp.add_argument("--top", type=int, default=15, metavar="N",
+                    help="most changed and flapping keys shown (default 15)")
+
+    co = sub.add_parser("compact", epilog=DONE_EPILOG, parents=[_common(filters=False, output=False)],
                         help="read the inputs once into a columnar capture segment (Parquet) that "
                              "the other commands read without parsing text")
     co.add_argument("--out", required=True, metavar="DIR",
@@ -132,6 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if importlib.util.find_spec("pyspark") is None:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
+    if args.command == "report":
+        problem = _report_problem(args)
+        if problem:
+            print(f"swssd replay: {problem}", file=sys.stderr)
+            return 2
     from .paths import NoInputError, resolve_inputs
 
     try:
@@ -145,6 +183,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if early is not None and not early[0].used:
             early[0].stop()  # an error before the session started: its JVM ends here
+
+
+def _report_problem(args: argparse.Namespace) -> str | None:
+    """What makes `report` fail for sure, found before Spark starts (a one-line error, exit 2)."""
+    from .timeparse import parse_duration, parse_instant
+
+    if importlib.util.find_spec("plotly") is None:
+        return "swssd replay report needs plotly: install it with  pip install 'swssd[replay]'"
+    out = Path(args.out)
+    if out.is_dir():
+        return f"--out {out}: is a directory; name the HTML file to write"
+    try:
+        window = parse_duration(args.window)
+        for name in ("around", "since", "as_of"):
+            if getattr(args, name, None):
+                parse_instant(getattr(args, name), args.timezone)
+    except ValueError as exc:
+        return str(exc)
+    if window <= 0:
+        return f"--window {args.window}: must be longer than zero"
+    if args.top < 0:
+        return f"--top {args.top}: must be zero or more"
+    return None
 
 
 def _run(args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None) -> int:

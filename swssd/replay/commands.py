@@ -260,6 +260,87 @@ def run_restore(spark: SparkSession, args: argparse.Namespace) -> int:
     return 0
 
 
+# -- report -------------------------------------------------------------------------------
+
+
+def _reject_reasons(spark: SparkSession, path: str | None) -> list[tuple[str, int]]:
+    """Rejected lines per reason, read back from where they were written (a few lines, at most)."""
+    if path is None:
+        return []
+    from .inputs import REJECT_SCHEMA
+
+    rows = spark.read.schema(REJECT_SCHEMA).json(path).groupBy("reason").count().collect()
+    return sorted(((r["reason"], int(r["count"])) for r in rows), key=lambda x: (-x[1], x[0]))
+
+
+def _report_title(args: argparse.Namespace) -> dict[str, str]:
+    given = {"inputs": " ".join(args.inputs)}
+    for label, value in (("hosts", args.only_host), ("databases", args.db), ("tables", args.table),
+                         ("keys", args.key)):
+        if value:
+            given[label] = " ".join(value)
+    for label, name in (("since", "since"), ("until", "as_of")):
+        if getattr(args, name, None):
+            given[label] = getattr(args, name)
+    return given
+
+
+def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
+    """The HTML report: every figure aggregated in Spark over one cache of the filtered events
+    (overview.py), drawn by page.py; the per-table and per-key figures also go to --output as Parquet."""
+    from . import overview
+    from .page import DETAIL_STEPS, render
+    from .timeparse import parse_duration
+
+    around_us = _instant(args, "around")
+    window_us = parse_duration(args.window)
+    inputs = _load(spark, args)
+    base = overview.cached_events(_events(inputs, args, args.db))
+    try:
+        tables_path, keys_path = out_path(args, "report/tables"), out_path(args, "report/keys")
+        keyed = overview.per_key(base).persist()
+        try:
+            # the first job: it parses the inputs, filling the cache of the events as it goes
+            keys = _write(overview.key_figures(keyed), keys_path)
+            tables = _write(overview.table_figures(keyed), tables_path).collect()
+        finally:
+            keyed.unpersist()
+        counts = _report_inputs(inputs, args)
+        rejects_path = out_path(args, "rejects") if counts.get("rejects") else None
+        events = sum(r["events"] for r in tables)
+        first_us = min((r["first_us"] for r in tables), default=None)
+        last_us = max((r["last_us"] for r in tables), default=None)
+        hosts = sorted({r["host"] for r in tables})
+        timeline, sources = (overview.timeline(base, first_us, last_us, tables)
+                             if first_us is not None and last_us is not None else (None, []))
+        top_keys, flapping, keys_total, flapping_total = overview.top(keys, args.top)
+        most_history, most_around = DETAIL_STEPS[0]  # the page keeps what fits
+        overview.add_histories(base, top_keys + flapping, most_history)
+        around = (overview.around(base, around_us, window_us, most_around)
+                  if around_us is not None else None)
+        ov = overview.Overview(
+            counts=counts, rejects_path=rejects_path, reject_reasons=_reject_reasons(spark, rejects_path),
+            sources=sources, events=events, first_us=first_us, last_us=last_us, hosts=hosts,
+            tables=tables, timeline=timeline, keys_total=keys_total, flapping_total=flapping_total,
+            top_keys=top_keys, flapping=flapping, around=around,
+        )
+    finally:
+        base.unpersist()
+    text = render(ov, _report_title(args))
+    out = Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(f".{out.name}.partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
+    print(f"per table -> {tables_path}; per key -> {keys_path}")
+    print(f"report of {events} events on {len(hosts)} host(s), {len({(r['db'], r['table']) for r in tables})} "
+          f"table(s), {keys_total} keys ({flapping_total} flapping) -> {out} ({len(text.encode()) / 1e6:.2f} MB)")
+    return 0
+
+
 # -- compact ------------------------------------------------------------------------------
 
 
@@ -281,4 +362,5 @@ COMMANDS = {
     "diff": run_diff,
     "restore": run_restore,
     "compact": run_compact,
+    "report": run_report,
 }

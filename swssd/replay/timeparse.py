@@ -39,3 +39,17 @@ def parse_instant(text: str, tz_name: str = "UTC") -> int:
         dt = dt.replace(tzinfo=zone(tz_name))
     delta = dt - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|min|h)?\s*$")
+_DURATION_US = {"us": 1, "µs": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "min": 60_000_000,
+                "h": 3_600_000_000}
+
+
+def parse_duration(text: str) -> int:
+    """A length of time (`--window 2s`, `500ms`, `1.5m`, `250us`; seconds without a unit) in
+    microseconds, so that a window is exact to the capture's own resolution."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"cannot read {text!r} as a duration; use e.g. 2s, 500ms, 1m or 250us")
+    return round(float(m.group(1)) * _DURATION_US[m.group(2) or "s"])

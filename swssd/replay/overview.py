@@ -1,0 +1,366 @@
+"""The figures of `swssd replay report`, aggregated in Spark: only they reach Python (page.py draws them).
+
+The filtered events are read once into a cache of the columns the figures need, by the first job
+(the per-key figures, which the per-table ones and the span come from); every other figure is an
+aggregation over that cache, so the text is parsed once, as for `stats`.
+
+Definitions (the README's "replay report" section says the same):
+
+- An *event* is a record of the inputs that the filters keep, counted as `stats` counts it:
+  dead-lettered records included (a task given up on is recorded when popped and again when
+  dropped), notifications apart from SET and DEL (their op is their own).
+- *Per table*: events, SETs, DELs, notifications, dead letters, distinct keys, per host, db and table.
+- *Changes over time*: events per time bucket (one step for the whole report, the smallest of
+  1 ms, 2 ms, 5 ms, ... 1 h, 1 day ... that gives at most MAX_BUCKETS buckets), per table and
+  per host, split into SET, DEL and notification.
+- *Churn* of a key: its events, as `stats` counts them per key (SET and DEL records of a table,
+  dead letters included; notifications are messages, not keys).
+- *Flaps* of a key = alternations + reversions, over its live records (not dead-lettered), in
+  replay order (`ord`: time, then file order):
+  - *alternations*: pairs of consecutive records of which one is a SET and the other a DEL
+    (SET SET DEL SET: 2);
+  - *reversions*: for each field, the values the key's SETs give it, in order, a value equal to
+    the one before it dropped (a SET that leaves the field as it was changes nothing); each value
+    equal to the one two before it counts one (up down up down: 2; 1 2 3 1: 0). A DEL does not
+    end a field's sequence, and a field absent from a SET is not a value.
+  A *flapping key* has at least one flap; the most flaps first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Row, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from .fold import KEY_COLUMNS
+from .inputs import quote_name
+
+MAX_BUCKETS = 240
+#: bucket steps in microseconds: the first that gives at most MAX_BUCKETS buckets is taken
+STEPS_US = [
+    n * unit
+    for unit, ns in (
+        (1_000, (1, 2, 5, 10, 20, 50, 100, 200, 500)),
+        (1_000_000, (1, 2, 5, 10, 15, 30)),
+        (60_000_000, (1, 2, 5, 10, 15, 30)),
+        (3_600_000_000, (1, 2, 3, 6, 12)),
+        (86_400_000_000, (1, 2, 7, 14, 30, 91, 182, 365)),
+    )
+    for n in ns
+]
+#: tables (and hosts) charted apart, the busiest first; the others as one series
+MAX_SERIES = 10
+OTHERS = {"table": "(other tables)", "host": "(other hosts)"}
+
+_KEYS = [quote_name(c) for c in KEY_COLUMNS]
+_BASE = [
+    *_KEYS, "op", "dead_letter", "ord", "fvs", "source",
+    "coalesce(kind, 'state') AS kind",
+    "(kind <=> 'notification') AS is_notification",
+    "unix_micros(ts) AS us",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One record, as a history or the timeline around an instant shows it."""
+
+    us: int
+    host: str
+    db: str
+    table: str
+    key: str
+    op: str
+    kind: str
+    dead_letter: bool
+    fvs: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Series:
+    """Events per bucket of one table or host (`name`) and one op class (SET, DEL, notification)."""
+
+    name: str
+    op: str
+    counts: list[int]
+
+
+@dataclass
+class Timeline:
+    """Buckets of `step_us` from `start_us` (aligned to the step), the same for every series."""
+
+    start_us: int
+    step_us: int
+    buckets: int
+    per_table: list[Series]
+    per_host: list[Series]
+
+
+@dataclass
+class KeyFigures:
+    """One key's churn and flaps (KEY_FIGURES), and its latest records."""
+
+    host: str
+    db: str
+    table: str
+    key: str
+    events: int
+    sets: int
+    dels: int
+    dead_letters: int
+    alternations: int
+    reversions: int
+    flaps: int
+    first_us: int
+    last_us: int
+    history: list[Event] = field(default_factory=list)
+    """the latest HISTORY events of the key (live and dead-lettered), oldest first"""
+
+
+@dataclass
+class Around:
+    """The window around an instant: `total` events in it, the first of them listed."""
+
+    at_us: int
+    window_us: int
+    total: int
+    events: list[Event]
+    """the first `limit` events in [at - window, at + window], in replay order"""
+
+
+@dataclass
+class Overview:
+    """Everything the page shows: small, plain Python."""
+
+    counts: dict[str, int]
+    rejects_path: str | None
+    reject_reasons: list[tuple[str, int]]
+    sources: list[tuple[str, int]]
+    events: int
+    first_us: int | None
+    last_us: int | None
+    hosts: list[str]
+    tables: list[Row]
+    """per host, db and table: TABLE_FIGURES"""
+    timeline: Timeline | None
+    keys_total: int
+    flapping_total: int
+    top_keys: list[KeyFigures]
+    flapping: list[KeyFigures]
+    around: Around | None
+
+
+TABLE_FIGURES = ["host", "db", "table", "events", "sets", "dels", "notifications", "dead_letters",
+                 "distinct_keys", "first_us", "last_us"]
+KEY_FIGURES = [*KEY_COLUMNS, "events", "sets", "dels", "dead_letters", "alternations", "reversions", "flaps",
+               "first_us", "last_us"]
+
+
+def cached_events(events: DataFrame) -> DataFrame:
+    """The columns the figures need, cached (memory, then disk): the inputs are parsed once."""
+    return events.selectExpr(*_BASE).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _count(cond: str) -> Column:
+    return F.expr(f"sum(CASE WHEN {cond} THEN 1 ELSE 0 END)")
+
+
+def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> int:
+    """The smallest step of STEPS_US that covers the span in at most `max_buckets` buckets."""
+    for step in STEPS_US:
+        if (last_us // step) - (first_us // step) + 1 <= max_buckets:
+            return step
+    return -(-(last_us - first_us + 1) // max_buckets)
+
+
+def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> tuple[Timeline, list[tuple[str, int]]]:
+    """Events per bucket, per table and per host, split by op class (the MAX_SERIES busiest tables
+    and hosts apart, the others summed as one); and events per input file. One job: one
+    aggregation with three grouping sets."""
+    step = bucket_step(first_us, last_us)
+    start = first_us - first_us % step
+    buckets = (last_us - start) // step + 1
+    labels = _table_labels(tables)
+    busiest: dict[str, set[str]] = {"table": set(), "host": set()}
+    for what, name_of in (("table", lambda r: labels[(r["db"], r["table"])]), ("host", lambda r: r["host"])):
+        totals: dict[str, int] = {}
+        for r in tables:
+            totals[name_of(r)] = totals.get(name_of(r), 0) + r["events"]
+        busiest[what] = set(sorted(totals, key=lambda n: (-totals[n], n))[:MAX_SERIES])
+    bucketed = base.selectExpr(
+        "host", "db", "`table`",
+        "source", "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
+        f"CAST((us - {start}) DIV {step} AS INT) AS bucket",
+    )
+    grouped = base.sparkSession.sql(
+        "SELECT host, db, `table`, op_class, bucket, source, count(1) AS n, grouping(host) AS by_table,"
+        " grouping(source) AS by_time FROM {bucketed}"
+        " GROUP BY GROUPING SETS ((db, `table`, op_class, bucket), (host, op_class, bucket), (source))",
+        bucketed=bucketed,
+    ).collect()
+    sources = sorted((r["source"], int(r["n"])) for r in grouped if not r["by_time"])
+    series: dict[str, list[Series]] = {}
+    for what, by_table in (("table", 1), ("host", 0)):
+        by_name: dict[tuple[str, str], list[int]] = {}
+        for r in grouped:
+            if not r["by_time"] or r["by_table"] != by_table:
+                continue
+            name = labels[(r["db"], r["table"])] if what == "table" else r["host"]
+            if name not in busiest[what]:
+                name = OTHERS[what]
+            counts = by_name.setdefault((name, r["op_class"]), [0] * buckets)
+            counts[r["bucket"]] += r["n"]
+        order = {"SET": 0, "DEL": 1, "notification": 2}
+        series[what] = [
+            Series(name, op, counts)
+            for (name, op), counts in sorted(
+                by_name.items(), key=lambda kv: (kv[0][0] == OTHERS[what], kv[0][0], order.get(kv[0][1], 3)))
+        ]
+    return Timeline(start, step, buckets, series["table"], series["host"]), sources
+
+
+def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
+    """A table's name, with its database where two databases hold a table of that name."""
+    dbs: dict[str, set[str]] = {}
+    for r in tables:
+        dbs.setdefault(r["table"], set()).add(r["db"])
+    return {(r["db"], r["table"]): r["table"] if len(dbs[r["table"]]) == 1 else f"{r['db']} {r['table']}"
+            for r in tables}
+
+
+# Every record becomes rows of one narrow shape, sorted once per key: a notification (tag 0), a
+# dead-lettered record (1) and a live record (2) give one row, its op as 0 (SET) or 1 (DEL); a
+# live SET also gives one row per field (3), the field and its value as 64-bit hashes. Sorted
+# by (key, tag, field, order), the live ops' row order gives the alternations and each field's
+# rows its reversions; the counts are sums over the same rows. The key's names ride on the rows
+# of tags 0-2 only.
+_ROWS = (
+    "inline(CASE WHEN is_notification THEN array(named_struct('tag', 0, 'field', 0L, 'value', 0L, 'pos', 0))"
+    " ELSE concat(array(named_struct('tag', CASE WHEN dead_letter THEN 1 ELSE 2 END, 'field', 0L,"
+    " 'value', CASE WHEN op = 'DEL' THEN 1L ELSE 0L END, 'pos', 0)),"
+    " CASE WHEN (NOT dead_letter) AND op = 'SET' THEN transform(fvs, (p, i) -> named_struct('tag', 3,"
+    " 'field', xxhash64(p[0]), 'value', xxhash64(p[1]), 'pos', i + 1))"
+    " ELSE CAST(array() AS ARRAY<STRUCT<tag: INT, field: BIGINT, value: BIGINT, pos: INT>>) END) END)"
+)
+_ON_KEY_ROWS = [f"CASE WHEN tag < 3 THEN {c} END AS {c}" for c in (*_KEYS, "us", "dead_letter")]
+_RECORD = "tag IN (1, 2)"
+SORT_PARTITIONS_PER_SHUFFLE_PARTITION = 4
+
+
+def per_key(base: DataFrame) -> DataFrame:
+    """Per key (notifications' keys too): churn as `stats` counts it, flaps (module docstring), and
+    the notifications' counts; one shuffle and one sort of narrow rows over the cached events.
+
+    Keys, fields and values are compared by their 64-bit hashes (xxhash64): two different ones
+    taken for one have a chance of about 2^-64. Sorting the strings and the records themselves (a
+    window per key and another per field) made the report some 4 times as long as `stats`."""
+    rows = base.selectExpr(*_KEYS, "us", "dead_letter", "ord", "xxhash64(host, db, `table`, `key`) AS key_id",
+                           _ROWS).selectExpr("key_id", "tag", "field", "value", "ord", "pos", *_ON_KEY_ROWS)
+    # Some three rows an event: in the session's few shuffle partitions, each task's sort would
+    # not fit beside the cache and spill (4M events: the sort twice as long in a second run). By
+    # key, which is all the window needs, so there is no other shuffle.
+    partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
+        "spark.sql.shuffle.partitions") or 1)
+    rows = rows.repartition(partitions, "key_id")
+    in_order = Window.partitionBy("key_id", "tag", "field").orderBy("ord", "pos")
+    marked = (
+        rows.withColumn("previous", F.lag("value").over(in_order))
+        .where("tag <> 3 OR previous IS NULL OR value <> previous")  # a field's repeated value: no change
+        .withColumn("two_before", F.lag("value", 2).over(in_order))
+    )
+    return marked.groupBy("key_id").agg(
+        *(F.max(c).alias(c) for c in KEY_COLUMNS),
+        _count(_RECORD).alias("events"),
+        _count(f"{_RECORD} AND value = 0").alias("sets"),
+        _count(f"{_RECORD} AND value = 1").alias("dels"),
+        _count("tag = 1").alias("dead_letters"),
+        _count("tag = 2 AND value <> previous").alias("alternations"),
+        _count("tag = 3 AND value = two_before").alias("reversions"),
+        F.expr(f"min(CASE WHEN {_RECORD} THEN us END)").alias("first_us"),
+        F.expr(f"max(CASE WHEN {_RECORD} THEN us END)").alias("last_us"),
+        _count("tag = 0").alias("notifications"),
+        _count("tag = 0 AND dead_letter").alias("notification_dead_letters"),
+        F.min("us").alias("any_first_us"),
+        F.max("us").alias("any_last_us"),
+    ).withColumn("flaps", F.col("alternations") + F.col("reversions"))
+
+
+def key_figures(keyed: DataFrame) -> DataFrame:
+    """Keys of tables (per_key's rows with a record), KEY_FIGURES."""
+    return keyed.where("events > 0").select(*KEY_FIGURES)
+
+
+def table_figures(keyed: DataFrame) -> DataFrame:
+    """Per host, db and table, as `stats` counts them, from per_key's rows."""
+    return (
+        keyed.groupBy("host", "db", "table")
+        .agg(
+            F.expr("sum(events + notifications)").alias("events"),
+            F.sum("sets").alias("sets"),
+            F.sum("dels").alias("dels"),
+            F.sum("notifications").alias("notifications"),
+            F.expr("sum(dead_letters + notification_dead_letters)").alias("dead_letters"),
+            F.count(F.lit(1)).alias("distinct_keys"),
+            F.min("any_first_us").alias("first_us"),
+            F.max("any_last_us").alias("last_us"),
+        )
+        .select(*TABLE_FIGURES)
+    )
+
+
+def top(keys: DataFrame, n: int) -> tuple[list[KeyFigures], list[KeyFigures], int, int]:
+    """The `n` most changed keys, the `n` keys that flap most, how many keys, how many flap."""
+    order = [*KEY_COLUMNS]
+    most = keys.orderBy(F.desc("events"), F.desc("dels"), *order).limit(n).collect()
+    flapping = keys.where("flaps > 0").orderBy(F.desc("flaps"), F.desc("events"), *order).limit(n).collect()
+    totals = keys.agg(F.count(F.lit(1)).alias("keys"), _count("flaps > 0").alias("flapping")).first()
+    assert totals is not None
+    return ([_key(r) for r in most], [_key(r) for r in flapping], int(totals["keys"]),
+            int(totals["flapping"] or 0))
+
+
+def _key(r: Row) -> KeyFigures:
+    """A row of KEY_FIGURES, its history to be added (add_histories)."""
+    return KeyFigures(**{name: r[name] for name in KEY_FIGURES})
+
+
+_KEY_SCHEMA = StructType([StructField(c, StringType(), False) for c in KEY_COLUMNS])
+
+
+def add_histories(base: DataFrame, keys: list[KeyFigures], n: int) -> None:
+    """Each key's latest `n` records (live and dead-lettered), oldest first, one job for all."""
+    wanted = {(k.host, k.db, k.table, k.key) for k in keys}
+    if not wanted or n <= 0:
+        return
+    chosen = base.sparkSession.createDataFrame(sorted(wanted), _KEY_SCHEMA)
+    latest = Window.partitionBy(*KEY_COLUMNS).orderBy(F.desc("ord"))
+    rows = (
+        base.where("NOT is_notification")
+        .join(F.broadcast(chosen), KEY_COLUMNS, "left_semi")
+        .withColumn("nth", F.row_number().over(latest))
+        .where(F.col("nth") <= n)
+        .orderBy(*KEY_COLUMNS, "ord")
+        .collect()
+    )
+    found: dict[tuple[str, str, str, str], list[Event]] = {}
+    for r in rows:
+        found.setdefault((r["host"], r["db"], r["table"], r["key"]), []).append(event(r))
+    for k in keys:
+        k.history = found.get((k.host, k.db, k.table, k.key), [])
+
+
+def event(r: Row) -> Event:
+    """A row of the cached events as the page lists it."""
+    return Event(us=r["us"], host=r["host"], db=r["db"], table=r["table"], key=r["key"], op=r["op"],
+                 kind=r["kind"], dead_letter=bool(r["dead_letter"]), fvs=[(p[0], p[1]) for p in r["fvs"] or ()])
+
+
+def around(base: DataFrame, at_us: int, window_us: int, limit: int) -> Around:
+    """Every event in [at - window, at + window] on every host, in replay order (the first `limit`)."""
+    inside = base.where(f"us BETWEEN {at_us - window_us} AND {at_us + window_us}")
+    rows = inside.orderBy("ord").limit(limit).collect()
+    total = len(rows) if len(rows) < limit else inside.count()
+    return Around(at_us, window_us, total, [event(r) for r in rows])
