@@ -17,6 +17,10 @@ config, say):
   Python's bin directory), its install line (the `replay` extra, already installed for the tests)
   excepted.
 - text: a diagram, not code.
+- sh, the compatible layer's opt-in install (OPT_IN_INSTALL): the `compat/` project is installed
+  the same way into a directory of the test's own (not into this venv, where the opt-in would
+  shadow nothing but must not be left behind), and every program runs with that directory on its
+  path, as after the README's install line.
 
 Any other block fails the test, so a new block cannot go untested. No block may name a table or
 channel of SONiC's schema (tests/fixtures/sonic_schema_names.txt): an example run on a switch must
@@ -46,6 +50,8 @@ SCHEMA_NAMES = Path(__file__).resolve().parent / "fixtures" / "sonic_schema_name
 FENCE = re.compile(r"^(?:<!-- file: (?P<file>\S+) -->\n)?```(?P<lang>[\w-]*)\n(?P<text>.*?)^```$", re.M | re.S)
 #: The README's install line of the replay block: the test venv has the replay extra already.
 REPLAY_INSTALL = ".venv/bin/pip install -q -e '.[replay]' --config-settings editable_mode=compat"
+#: The README's install line of the opt-in `swsscommon` package (the compatible layer).
+OPT_IN_INSTALL = ".venv/bin/pip install -q --no-deps -e compat/ --config-settings editable_mode=compat"
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class Block:
                 return "setup"
             if self.text.splitlines()[0].split("#")[0].strip() == REPLAY_INSTALL and "swssd replay " in self.text:
                 return "replay"
+            if self.text.strip() == OPT_IN_INSTALL:
+                return "opt-in-install"
         return "unknown"
 
 
@@ -133,16 +141,39 @@ def runs_replay(block: Block) -> bool:
     return '"replay"' in block.text
 
 
+@pytest.fixture(scope="module")
+def opt_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The opt-in `swsscommon` package installed as the README's line installs it (editable, in
+    compat mode: a path), into a directory of the test's own."""
+    assert [b.text.strip() for b in of_kind("opt-in-install")] == [OPT_IN_INSTALL]
+    target = tmp_path_factory.mktemp("opt-in")
+    words = shlex.split(OPT_IN_INSTALL)[1:]  # what follows the venv's pip
+    out = subprocess.run([sys.executable, "-m", "pip", *words, "--target", str(target)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT, env=clean_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    return target
+
+
+def opt_in_path(target: Path) -> str:
+    """PYTHONPATH for what was installed into `target`: it and the paths its .pth files name (what
+    Python's site module adds for a site-packages directory; PYTHONPATH entries get no .pth pass)."""
+    paths = [str(target)]
+    for pth in sorted(target.glob("*.pth")):
+        paths += [line for line in pth.read_text().splitlines() if line and not line.startswith(("#", "import"))]
+    return os.pathsep.join(paths)
+
+
 @pytest.mark.parametrize("block", of_kind("program"), ids=lambda b: b.where)
-def test_a_program_runs_as_written(block: Block, tmp_path: Path) -> None:
+def test_a_program_runs_as_written(block: Block, tmp_path: Path, opt_in: Path) -> None:
     """A program that runs `swssd replay` (a JVM start or two) gets more time, and needs the
-    replay extra."""
+    replay extra; the opt-in package is on the path, as after its install line."""
     if runs_replay(block):
         pytest.importorskip("pyspark", reason="the replay extra: pip install -e '.[replay]'")
     script = tmp_path / "example.py"
     script.write_text(block.text)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=300 if runs_replay(block) else 60, cwd=tmp_path, env=clean_env())
+                         timeout=300 if runs_replay(block) else 60, cwd=tmp_path,
+                         env={**clean_env(), "PYTHONPATH": opt_in_path(opt_in)})
     assert_ran(out, f"{block.where} (python)")
 
 
