@@ -635,3 +635,26 @@ def test_links_out_of_an_input_directory_are_not_followed_and_rejects_are_privat
     assert own and len([r for r in rejects if "swss.rec.inside" in r]) == own  # the inside link is read
     for path in (out / "rejects").rglob("*"):
         assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+
+
+def test_a_truncated_or_false_gz_costs_that_file_only(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rotated capture cut short (`head -c 300` of a .gz) and a file named .gz that is none: each
+    is one note and one rejected file; the rest replays as usual, with no traceback."""
+    capture = tmp_path / "sw-leaf1"
+    shutil.copytree(rec_dir, capture)
+    whole = gzip.compress((FIXTURE / "swss.rec.2").read_bytes() * 50)
+    (capture / "swss.rec.3.gz").write_bytes(whole[:300])
+    (capture / "swss.rec.4.gz").write_bytes(b"not gzip at all\n")
+    out = tmp_path / "out"
+    assert run("state", str(capture), "--output", str(out)) == 0
+    printed = capsys.readouterr()
+    assert "Traceback" not in printed.err and "Exception" not in printed.err, printed.err[-2000:]
+    notes = [line for line in printed.err.splitlines() if "counted as a rejected file" in line]
+    assert len(notes) == 2 and all("not a readable gzip file" in n for n in notes), printed.err
+    assert by_table(spark.read.parquet(str(out / "state")).collect()) == EXPECTED_END
+    rejects = [json.loads(line) for f in (out / "rejects").glob("*.json") for line in f.read_text().splitlines()]
+    files = sorted(r["source"].rsplit("/", 1)[1] for r in rejects if r["value"] == "")
+    assert files == ["swss.rec.3.gz", "swss.rec.4.gz"], rejects
+    assert "6 rejected" in printed.out, printed.out  # the 4 rejected lines and the 2 files

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .gateway import EarlyJVM
     from .jvm import Start
     from .paths import ResolvedInputs
+    from .readable import GzipCheck
 
 INSTALL_HINT = (
     "swssd replay needs PySpark (and a Java 17 runtime), which the daemon does not: "
@@ -177,9 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoInputError as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2
+    from .readable import GzipCheck
+
+    gzip_check = GzipCheck(resolved.paths)  # while the JVM starts
     early = _start_jvm(args, resolved.paths) if not resolved.segments else None
     try:
-        return _run(args, resolved, early)
+        return _run(args, resolved, early, gzip_check)
     finally:
         if early is not None and not early[0].used:
             early[0].stop()  # an error before the session started: its JVM ends here
@@ -208,7 +212,9 @@ def _report_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _run(args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None) -> int:
+def _run(
+    args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None, gzip_check: GzipCheck
+) -> int:
     """main() once the JVM may be starting: PySpark imported, the inputs checked, the command run."""
     from pyspark.errors import AnalysisException
 
@@ -229,7 +235,10 @@ def _run(args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJ
         return 2
     for note in resolved.notes():
         print(f"swssd replay: {note}", file=sys.stderr)
-    args.inputs = resolved.paths
+    args.unreadable = gzip_check.unreadable()
+    for path, why in sorted(args.unreadable.items()):
+        print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
+    args.inputs = [p for p in resolved.paths if p not in args.unreadable]
     # a segment weighs what its sources did: the settings are chosen as if they were given
     segment_bytes = source_bytes(args.segments)
     small = is_small(args.inputs, segment_bytes=segment_bytes)

@@ -39,7 +39,8 @@ def _instant(args: argparse.Namespace, name: str) -> int | None:
 
 def input_options(args: argparse.Namespace) -> InputOptions:
     return InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
-                        timezone=args.timezone, rec_db=args.rec_db)
+                        timezone=args.timezone, rec_db=args.rec_db,
+                        unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())))
 
 
 def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:

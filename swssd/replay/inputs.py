@@ -57,6 +57,7 @@ from pyspark.sql.types import (
 from ..capture.format import KINDS
 from ..schema import REC_STARTED
 from .inputs_doc import DEFAULT_HOST_PATTERN
+from .readable import file_uri
 
 JSON_SCHEMA = StructType(
     [
@@ -97,6 +98,8 @@ class InputOptions:
     host_pattern: str = DEFAULT_HOST_PATTERN
     timezone: str = "UTC"
     rec_db: str | None = None
+    #: input files left out because they cannot be read (readable.py): path -> why; each is one reject
+    unreadable: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -118,6 +121,8 @@ class Inputs:
     lines: DataFrame | None
     observation: Observation | None
     stored: Sequence[Stored] = ()
+    #: files left out unread: (path, why), one reject each
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def events(self) -> DataFrame:
@@ -131,6 +136,10 @@ class Inputs:
         parts = [s.rejects for s in self.stored if s.rejects is not None]
         if self.lines is not None:
             parts.insert(0, self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS))
+        if self.unreadable:
+            spark = (self.lines if self.lines is not None else self.stored[0].events).sparkSession
+            rows = [(file_uri(path), why, "") for path, why in self.unreadable]
+            parts.append(spark.createDataFrame(rows, REJECT_SCHEMA))
         if not parts:  # stored inputs only, none with a rejected line
             return self.stored[0].events.sparkSession.createDataFrame([], REJECT_SCHEMA)
         return _union(parts)
@@ -141,7 +150,9 @@ class Inputs:
         # Inputs without a single line give Spark no partition to observe: no metrics row.
         with contextlib.suppress(Py4JJavaError):
             observed = self.observation.get if self.observation is not None else {}
-        return {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
+        counts = {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
+        counts["rejects"] += len(self.unreadable)
+        return counts
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
@@ -370,8 +381,8 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     `stored` inputs (segments) join them as they are; with no paths, no text is read."""
     if not opts.paths:
         if not stored:
-            raise ValueError("no inputs")
-        return Inputs(None, None, stored)
+            raise ValueError("no inputs" + (": none of them could be read" if opts.unreadable else ""))
+        return Inputs(None, None, stored, opts.unreadable)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
     lines = spark.read.text(list(opts.paths))
     for projection in plan_texts(opts, utc_session, quoting(spark)):
@@ -386,4 +397,4 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),
     )
-    return Inputs(lines, observation, stored)
+    return Inputs(lines, observation, stored, opts.unreadable)
