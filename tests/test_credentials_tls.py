@@ -274,7 +274,7 @@ def test_url_passwords_with_reserved_characters() -> None:
     "redis://127.0.0.1:6379/0?socket_timeout=inf",
     f"redis://127.0.0.1:6379/0?ssl_cert_reqs=S{PASSWORD[-16:]}",
     f"swssd:{PASSWORD}@127.0.0.1:6379",
-])
+], ids=lambda url: url.replace(PASSWORD, "PW").replace(PASSWORD[-16:], "PW"))  # stable: the same in every worker
 def test_a_bad_url_is_one_line_with_exit_2_and_no_secret(tmp_path: Path, url: str) -> None:
     with pytest.raises(RedisUrlError) as exc:
         parse(url)
