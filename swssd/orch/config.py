@@ -388,6 +388,12 @@ class DaemonConfig(_Section):
     #: Turn on the keyspace notifications subscriber tables need when Redis has them off
     #: (CONFIG SET notify-keyspace-events); off: a clear warning at start instead.
     enable_keyspace_events: bool = False
+    #: Connections each ZMQ server holds at most (fewer when the descriptor limit leaves less
+    #: once some are kept for Redis, metrics and the log); more are refused, logged, counted.
+    zmq_max_peers: int = Field(4096, ge=1, le=1_000_000)
+    #: Bytes of received ZMQ changes a server holds unpopped, and a zmq table's pending work
+    #: (estimated from its messages), above which reading stops / the table pauses.
+    zmq_buffer_bytes: int = Field(16 * 1024 * 1024, ge=64 * 1024, le=1 << 40)
 
 
 class Config(_Section):

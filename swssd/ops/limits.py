@@ -1,0 +1,45 @@
+"""The process's descriptor limit: raised to what the system allows, and shared out so that
+peers of a network channel cannot take the descriptors Redis, the metrics endpoint and the log
+need (a daemon out of descriptors cannot even reconnect to Redis).
+
+A soft RLIMIT_NOFILE of 1,024 (systemd's default without LimitNOFILE=) is a compatibility value
+for programs that use select(2); this process uses none on sockets it accepts, so it takes
+the hard limit (capped) as systemd's documentation suggests.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+#: descriptors kept out of any channel's bound: Redis connections (a few per database and
+#: table), the metrics endpoint and its clients, log and capture files, libzmq's own
+RESERVED_DESCRIPTORS = 256
+#: the soft limit is raised to the hard one, but not past this
+SOFT_LIMIT_CAP = 65536
+
+
+def raise_descriptor_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (at most SOFT_LIMIT_CAP); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = SOFT_LIMIT_CAP if hard == resource.RLIM_INFINITY else min(hard, SOFT_LIMIT_CAP)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def descriptors_open() -> int:
+    """Descriptors this process has open now."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def spare_descriptors(limit: int) -> int:
+    """Descriptors a channel may take under `limit`, after those open and the reserve."""
+    return max(0, limit - descriptors_open() - RESERVED_DESCRIPTORS)
