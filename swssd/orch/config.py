@@ -393,7 +393,7 @@ class DaemonConfig(_Section):
     zmq_max_peers: int = Field(4096, ge=1, le=1_000_000)
     #: Bytes of received ZMQ changes a server holds unpopped, and a zmq table's pending work
     #: (estimated from its messages), above which reading stops / the table pauses.
-    zmq_buffer_bytes: int = Field(16 * 1024 * 1024, ge=64 * 1024, le=1 << 40)
+    zmq_buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024, le=1 << 40)
 
 
 class Config(_Section):

@@ -70,9 +70,9 @@ _KEEPALIVE = (
 )
 #: messages a server's connection queues in libzmq while the server does not read (ZMQ_RCVHWM):
 #: what bounds libzmq's memory, with the message size, when reading is paused
-RECEIVE_HWM = 32
+RECEIVE_HWM = 16
 #: bytes of received changes not popped yet, per server, above which it stops reading
-BUFFER_BYTES = 16 * 1024 * 1024
+BUFFER_BYTES = 8 * 1024 * 1024
 #: messages (and bytes) taken off the server socket before letting other tasks run
 _BURST = 512
 _BURST_BYTES = 2 * 1024 * 1024
