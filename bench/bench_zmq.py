@@ -2,9 +2,12 @@
 against the C++ ZMQ pair.
 
     .venv/bin/python bench/bench_zmq.py [--changes 10000 100000] [--repeat 3] [--swss-common DIR]
+                                        [--unique-fields]
 
 N route-like changes (key `10.x.y.0/24`, 4 fields: nexthop, ifname, weight, protocol), each on its
-own key, go from a producer process to a consumer process; the time is from the producer's first
+own key, go from a producer process to a consumer process. By default every route carries the
+same 4 values (a route table repeating few next-hop groups); with --unique-fields the values
+differ per key (unique_fields(): a neighbour, port or FDB table, where nothing repeats); the time is from the producer's first
 send to the end of the consumer's pop that returned the last change (both processes read
 CLOCK_MONOTONIC). The consumer is started and ready first; the producer has built its changes
 before the clock starts.
@@ -57,6 +60,17 @@ def route_key(i: int) -> str:
     return f"{10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24"
 
 
+def unique_fields(i: int) -> list[tuple[str, str]]:
+    """Values that differ per key (bench/cpp/zmq_bench.cpp's uniqueFields() makes the same)."""
+    a, b = (i >> 8) & 255, i & 255
+    return [("nexthop", f"10.{a}.{b}.1,10.{a}.{b}.3"), ("ifname", f"Ethernet{i % 128 * 4},Ethernet{(i + 1) % 128 * 4}"),
+            ("weight", f"{i % 7 + 1},{i % 5 + 1}"), ("protocol", f"bgp{i % 1000}")]
+
+
+def fields_of(i: int, unique: bool) -> list[tuple[str, str]]:
+    return unique_fields(i) if unique else list(FIELDS)
+
+
 # -- the swssd roles (run as subprocesses of this file) -----------------------------------------
 
 
@@ -67,12 +81,12 @@ def started(freeze: bool) -> None:
         gc.freeze()
 
 
-async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
+async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool, unique: bool = False) -> None:
     from swssd import DBConnector, ProducerStateTable
     from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
 
     db = await DBConnector.from_url(url, db_id=0, separator=":", name="APPL_DB")
-    routes = [(route_key(i), list(FIELDS)) for i in range(count)]
+    routes = [(route_key(i), fields_of(i, unique)) for i in range(count)]
     client = None
     if kind == "zmq":
         client = ZmqClient(endpoint)
@@ -100,7 +114,7 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: 
     await db.close()
 
 
-async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
+async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool, unique: bool = False) -> None:
     from swssd import ConsumerStateTable, DBConnector, Select
     from swssd.channels.zmq import ZmqConsumerStateTable, ZmqServer
 
@@ -147,13 +161,14 @@ def free_endpoint() -> str:
 
 def command(
     side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None,
-    freeze: bool = True,
+    freeze: bool = True, unique: bool = False,
 ) -> list[str]:
     if side == "cpp":
         assert binary is not None
-        return [str(binary), role, str(db_config), endpoint, str(count)]
-    return [sys.executable, str(Path(__file__).resolve()), "--role", role, "--kind", kind,
-            "--url", url, "--endpoint", endpoint, "--count", str(count)] + ([] if freeze else ["--no-freeze"])
+        return [str(binary), role, str(db_config), endpoint, str(count)] + (["unique"] if unique else [])
+    return ([sys.executable, str(Path(__file__).resolve()), "--role", role, "--kind", kind,
+             "--url", url, "--endpoint", endpoint, "--count", str(count)] + ([] if freeze else ["--no-freeze"])
+            + (["--unique-fields"] if unique else []))
 
 
 def expect(stream: IO[str], word: str) -> str:
@@ -168,15 +183,15 @@ def expect(stream: IO[str], word: str) -> str:
 
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
-    freeze: bool = True,
+    freeze: bool = True, unique: bool = False,
 ) -> tuple[float, float | None]:
     """Seconds from the producer's first send to the consumer's last pop, and the swssd
     consumer's CPU microseconds per change from its first pop on (None for C++)."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze),
+    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze, unique),
                             stdout=subprocess.PIPE, text=True, env=env)
-    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze),
+    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze, unique),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     assert cons.stdout is not None and prod.stdout is not None and prod.stdin is not None
     try:
@@ -248,6 +263,7 @@ def main() -> None:
     parser.add_argument("--swss-common", type=Path, default=os.environ.get("SWSS_COMMON_DIR"))
     parser.add_argument("--rows", nargs="+", help="only these rows (labels as printed)")
     parser.add_argument("--no-freeze", action="store_true", help="no gc.collect()/gc.freeze() after set-up")
+    parser.add_argument("--unique-fields", action="store_true", help="field values that differ per key")
     parser.add_argument("--role", choices=["produce", "consume"], help=argparse.SUPPRESS)
     parser.add_argument("--kind", choices=["zmq", "redis"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -256,7 +272,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.role:
         role = swssd_produce if args.role == "produce" else swssd_consume
-        uvloop.run(role(args.kind, args.url, args.endpoint, args.count, not args.no_freeze))
+        uvloop.run(role(args.kind, args.url, args.endpoint, args.count, not args.no_freeze, args.unique_fields))
         return
 
     sys.path.insert(0, str(ROOT))
@@ -280,7 +296,8 @@ def main() -> None:
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds, cpu = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze)
+                    seconds, cpu = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze,
+                                            args.unique_fields)
                     results[n].setdefault(label, []).append(seconds)
                     said = ""
                     if cpu is not None:
@@ -292,7 +309,8 @@ def main() -> None:
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}
             best = {label: min(v) for label, v in results[n].items()}
-            print(f"{n:,} changes, medians of {args.repeat} (and the best round):")
+            shape = "values that differ per key" if args.unique_fields else "the same 4 values for every key"
+            print(f"{n:,} changes ({shape}), medians of {args.repeat} (and the best round):")
             print("| path | seconds | changes/s | best seconds | swssd consumer CPU us/change |")
             print("| --- | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:

@@ -438,3 +438,59 @@ def test_encoded_fields_rest_while_they_never_repeat(monkeypatch: pytest.MonkeyP
     for i in range(600):
         assert serialize_one(head, f"r{i}", fvs) == serialize("APPL_DB", "T", [KFV(f"r{i}", "SET", fvs)])
     assert tuple(fvs) in serializer._encoded
+
+
+# -- data whose fields do not repeat (issue 27) ---------------------------------------------------
+
+names_st = st.sampled_from(["nexthop", "nexthop_ext", "next", "ifname", "", "é", "weight", "n\x00ul"])
+messages_st = st.lists(
+    st.lists(
+        st.builds(
+            lambda key, fvs: KFV(key, "SET" if fvs else "DEL", fvs),
+            st.text(max_size=6),
+            st.lists(st.tuples(names_st, st.text(max_size=12)), max_size=5),
+        ),
+        min_size=1, max_size=3,
+    ),
+    min_size=1, max_size=12,
+)
+
+
+@given(messages=messages_st)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_a_run_of_messages_reads_back_whatever_fields_come(messages: list[list[KeyOpFieldsValues]]) -> None:
+    """The reader recognises the fields of the change before by comparing their bytes: names that
+    are prefixes of each other, in another order, more or fewer of them, read back exactly."""
+    for changes in messages:
+        assert deserialize(serialize("APPL_DB", "T", changes)) == ("APPL_DB", "T", changes)
+
+
+def test_layouts_rest_while_lengths_vary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values whose lengths vary from message to message: a kept layout is never replaced by
+    another of its size, and once most messages find none, layouts are neither looked up nor
+    kept for a while (building one costs more than reading the message). Reading stays exact."""
+    monkeypatch.setattr(serializer, "_SHAPE_JUDGE", 50)
+    monkeypatch.setattr(serializer, "_SHAPE_PAUSE", 200)
+    monkeypatch.setattr(serializer, "_shapes", {})
+    monkeypatch.setattr(serializer, "_shape_tries", 0)
+    monkeypatch.setattr(serializer, "_shape_hits", 0)
+    monkeypatch.setattr(serializer, "_shape_pause", 0)
+    built = 0
+    real_shape_of = serializer._shape_of
+
+    def counting(data: bytes, count: int) -> object:
+        nonlocal built
+        built += 1
+        return real_shape_of(data, count)
+
+    monkeypatch.setattr(serializer, "_shape_of", counting)
+    for i in range(300):
+        # the same size, other lengths: key and value trade bytes
+        change = KFV("k" * (1 + i % 7), "SET", [("v", "x" * (8 - i % 7))])
+        assert deserialize(serialize("D", "T", [change])) == ("D", "T", [change])
+    assert built <= 60  # 300 without the rest, 1 per size without keeping the first layout
+    assert serializer._shape_pause > 0
+    repeated = KFV("key", "SET", [("v", "same")])
+    for _ in range(600):
+        assert deserialize(serialize("D", "T", [repeated])) == ("D", "T", [repeated])
+    assert serializer._shapes  # kept again once the rest is over

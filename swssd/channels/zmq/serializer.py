@@ -215,14 +215,21 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     does not match the message, a field count that is not decimal digits, a change whose fields
     are cut off, bytes after the last pair; MessageTooLargeError for MAX_MESSAGE_SIZE bytes or more.
     """
+    global _shape_pause
     if not isinstance(data, bytes):
         data = bytes(data)
     size = len(data)
-    shape = _shapes.get(size)
-    if shape is not None and data.isascii():
-        known = _read_known(data, shape)
-        if known is not None:
-            return known
+    if _shape_pause:
+        _shape_pause -= 1
+    else:
+        shape = _shapes.get(size)
+        if shape is not None and data.isascii():
+            known = _read_known(data, shape)
+            _judge_shapes(known is not None)
+            if known is not None:
+                return known
+        else:
+            _judge_shapes(False)
     if size >= MAX_MESSAGE_SIZE:
         raise MessageTooLargeError(
             f"message of {size} bytes; the C++ library receives less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT)"
@@ -246,7 +253,7 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     if not data.isascii():
         if not data[SIZE_T:].isascii():
             return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
-    elif count <= _SHAPE_PAIRS:
+    elif count <= _SHAPE_PAIRS and not _shape_pause and size not in _shapes:
         if len(_shapes) >= _SHAPES:
             _shapes.clear()
         _shapes[size] = _shape_of(data, count)
@@ -314,6 +321,24 @@ def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
 _SHAPES = 1024
 #: only messages of at most this many pairs are worth a layout
 _SHAPE_PAIRS = 32
+#: A kept layout is never replaced by another of its size (values whose lengths vary would
+#: replace it on every message: building a layout costs four readings). The layouts are judged
+#: every _SHAPE_JUDGE messages: when fewer than a third were read with one, they are forgotten
+#: and neither looked up nor kept for the next _SHAPE_PAUSE messages.
+_SHAPE_JUDGE = 512
+_SHAPE_PAUSE = 16384
+_shape_tries = _shape_hits = _shape_pause = 0
+
+
+def _judge_shapes(hit: bool) -> None:
+    global _shape_tries, _shape_hits, _shape_pause
+    _shape_tries += 1
+    _shape_hits += hit
+    if _shape_tries >= _SHAPE_JUDGE:
+        if _shape_hits * 3 < _shape_tries:
+            _shape_pause = _SHAPE_PAUSE
+            _shapes.clear()
+        _shape_tries = _shape_hits = 0
 
 _Shape: TypeAlias = tuple[
     Callable[[bytes], tuple[Any, ...]],  # lengths reader
@@ -390,12 +415,22 @@ _COUNT_VALUES = {str(n): n for n in range(1024)}
 _last_head: tuple[bytes, str, str] = (bytes(2 * SIZE_T), "", "")  # ("", ""): right as it stands
 
 
+#: (length and name as latin-1 text, the name) of the fields of the last change read, in order:
+#: a table's changes mostly name the same fields, so a field is recognised with one comparison
+#: and its name shared, not sliced again (as the changes of one message share nothing else)
+_names: list[tuple[str, str]] = []
+_NAMES = 64
+_NAME_BYTES = 64
+
+
 def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
     """The message read in one pass, optimistically: a length past the end surfaces as
     struct.error (a length that cannot be read) or as an end position other than the message's
     size, and deserialize() then re-checks it precisely. Strings are sliced out of the message
     decoded 1:1 (latin-1), exact for ASCII; deserialize() re-decodes the rest as UTF-8."""
     text = data.decode("latin-1")
+    startswith = text.startswith
+    names = _names
     unpack_from = _unpack_from
     new = tuple.__new__
     kind = KeyOpFieldsValues
@@ -439,11 +474,27 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
         if fields:
             fvs: list[tuple[str, str]] = []
             add = fvs.append
-            for _ in range(fields):
+            known = len(names)
+            for i in range(fields):
+                if i < known:
+                    prefix, field = names[i]
+                    if startswith(prefix, pos):  # the field (and its length) of the last change
+                        pos += len(prefix)
+                        n = unpack_from(data, pos)[0]
+                        pos += SIZE_T
+                        add((field, text[pos:pos + n]))
+                        pos += n
+                        continue
                 n = unpack_from(data, pos)[0]
-                pos += SIZE_T
-                field = text[pos:pos + n]
-                pos += n
+                end = pos + SIZE_T + n
+                field = text[pos + SIZE_T:end]
+                if n <= _NAME_BYTES and end <= len(text):
+                    if i < known:
+                        names[i] = (text[pos:end], field)
+                    elif i < _NAMES:
+                        names.append((text[pos:end], field))
+                        known += 1
+                pos = end
                 n = unpack_from(data, pos)[0]
                 pos += SIZE_T
                 add((field, text[pos:pos + n]))
