@@ -7,10 +7,11 @@ against the C++ ZMQ pair.
 N route-like changes (key `10.x.y.0/24`, 4 fields: nexthop, ifname, weight, protocol), each on its
 own key, go from a producer process to a consumer process. By default every route carries the
 same 4 values (a route table repeating few next-hop groups); with --unique-fields the values
-differ per key (unique_fields(): a neighbour, port or FDB table, where nothing repeats); the time is from the producer's first
-send to the end of the consumer's pop that returned the last change (both processes read
-CLOCK_MONOTONIC). The consumer is started and ready first; the producer has built its changes
-before the clock starts.
+differ per key (unique_fields(): a neighbour, port or FDB table, where nothing repeats). The time
+is from the producer's first send to the end of the consumer's pop that returned the last change
+(both processes read CLOCK_MONOTONIC); "consumer alone" is from the start of the consumer's first
+pop that returned changes to the end of its last (issue 27's measure of a consumer). The consumer
+is started and ready first; the producer has built its changes before the clock starts.
 
     swssd ZMQ        ZmqProducerStateTable.set() per change -> ZmqConsumerStateTable (pop batch 128)
     swssd Redis      ProducerStateTable(buffered) .set() per change, flush() every 128 ->
@@ -184,9 +185,10 @@ def expect(stream: IO[str], word: str) -> str:
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
     freeze: bool = True, unique: bool = False,
-) -> tuple[float, float | None]:
-    """Seconds from the producer's first send to the consumer's last pop, and the swssd
-    consumer's CPU microseconds per change from its first pop on (None for C++)."""
+) -> tuple[float, float | None, float]:
+    """Seconds from the producer's first send to the consumer's last pop, the swssd consumer's
+    CPU microseconds per change from its first pop on (None for C++), and the seconds from the
+    consumer's first pop to its last (the consumer alone, as issue 27 timed it)."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze, unique),
@@ -214,7 +216,7 @@ def run_pair(
         prod.stdin.flush()
         prod.wait(timeout=60)
         cpu = float(result["cpu_ns"]) / 1e3 / count if "cpu_ns" in result else None
-        return float(result["last_ns"] - start_ns) / 1e9, cpu
+        return float(result["last_ns"] - start_ns) / 1e9, cpu, float(result["last_ns"] - result["first_ns"]) / 1e9
     finally:
         for p in (cons, prod):
             if p.poll() is None:
@@ -291,31 +293,43 @@ def main() -> None:
         flush = redis.Redis(unix_socket_path=server.unix_socket)
         results: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         cpus: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
+        pops: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         for round_ in range(args.repeat):
             order = rows[round_ % len(rows):] + rows[:round_ % len(rows)]
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds, cpu = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze,
-                                            args.unique_fields)
+                    seconds, cpu, popping = run_pair(producer, consumer, kind, n, url, db_config, binary,
+                                                     not args.no_freeze, args.unique_fields)
                     results[n].setdefault(label, []).append(seconds)
+                    pops[n].setdefault(label, []).append(popping)
                     said = ""
                     if cpu is not None:
                         cpus[n].setdefault(label, []).append(cpu)
                         said = f"  consumer CPU {cpu:.2f} us/change"
                     print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s"
-                          f"{said}", flush=True)
+                          f"  consumer alone {n / popping:10,.0f}/s{said}", flush=True)
         print()
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}
             best = {label: min(v) for label, v in results[n].items()}
             shape = "values that differ per key" if args.unique_fields else "the same 4 values for every key"
             print(f"{n:,} changes ({shape}), medians of {args.repeat} (and the best round):")
-            print("| path | seconds | changes/s | best seconds | swssd consumer CPU us/change |")
-            print("| --- | ---: | ---: | ---: | ---: |")
+            alone = {label: statistics.median(v) for label, v in pops[n].items()}
+            print("| path | seconds | changes/s | best seconds | consumer alone, changes/s "
+                  "| swssd consumer CPU us/change |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:
                 cpu_med = f"{statistics.median(cpus[n][label]):.2f}" if label in cpus[n] else "-"
-                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} | {cpu_med} |")
+                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} "
+                      f"| {n / alone[label]:,.0f} | {cpu_med} |")
+            if "C++ ZMQ" in med and "C++ -> swssd ZMQ" in med:
+                print(f"swssd consumer vs C++ consumer (C++ producer), first pop to last pop: "
+                      f"{alone['C++ ZMQ'] / alone['C++ -> swssd ZMQ']:.2f}x; from the first send: "
+                      f"{med['C++ ZMQ'] / med['C++ -> swssd ZMQ']:.2f}x")
+            if "C++ ZMQ" in med and "swssd -> C++ ZMQ" in med:
+                print(f"swssd producer vs C++ producer (C++ consumer), from the first send: "
+                      f"{med['C++ ZMQ'] / med['swssd -> C++ ZMQ']:.2f}x")
             if len(med) < len(ROWS):
                 continue
             print(f"swssd ZMQ vs swssd Redis: {med['swssd Redis key-set'] / med['swssd ZMQ']:.1f}x")

@@ -253,3 +253,38 @@ def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, 
         assert daemon.stop(timeout=60) == 0
     finally:
         daemon.kill()
+
+
+@pytest.mark.parametrize("what", ["live server", "regular file"])
+def test_an_ipc_path_held_or_not_a_socket_is_one_line_and_exit_2(
+    clean_redis: EmbeddedRedis, tmp_path: Path, what: str
+) -> None:
+    """libzmq would take the path from the live server (which then gets nothing) or delete the
+    file; the daemon refuses to start instead, naming the field, and leaves the path alone."""
+    path = tmp_path / "zmq.sock"
+    holder = None
+    if what == "live server":
+        holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        holder.bind(str(path))
+        holder.listen()
+    else:
+        path.write_text("not a socket")
+    try:
+        doc = {"orchs": [{
+            "plugin": "orch_plugins:RecordingOrch",
+            "tables": [{"table": "ZROUTE", "kind": "zmq", "endpoint": f"ipc://{path}"}],
+            "options": {"record": str(tmp_path / "r.jsonl")},
+        }]}
+        proc = subprocess.run(
+            [sys.executable, "-m", "swssd.cli", "run", "--config", str(write_config(tmp_path, clean_redis, doc))],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": "tests"},
+        )
+        assert proc.returncode == 2, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if "cannot bind" in line]
+        assert len(errors) == 1 and "orchs.0.tables.0.endpoint" in errors[0], proc.stderr
+        assert path.exists()
+        if what == "regular file":
+            assert path.read_text() == "not a socket"
+    finally:
+        if holder is not None:
+            holder.close()
