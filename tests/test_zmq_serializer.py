@@ -494,3 +494,24 @@ def test_layouts_rest_while_lengths_vary(monkeypatch: pytest.MonkeyPatch) -> Non
     for _ in range(600):
         assert deserialize(serialize("D", "T", [repeated])) == ("D", "T", [repeated])
     assert serializer._shapes  # kept again once the rest is over
+
+
+def test_large_messages_read_string_by_string() -> None:
+    """Messages of 64 KiB and more are decoded string by string from the buffer: the same
+    changes, non-UTF-8 bytes kept as surrogate escapes, the same errors for a cut message."""
+    changes = [
+        KFV("big", "SET", [("v", "é" * 40_000), ("w", "x")]),
+        KFV("gone", "DEL", []),
+        KFV("raw\udcff", "SET", [("f\udcfe", "y" * 70_000)]),
+    ]
+    data = serialize("APPL_DB", "T", changes)
+    assert len(data) >= serializer._LARGE
+    assert deserialize(data) == ("APPL_DB", "T", changes)
+    for cut in (len(data) - 1, len(data) - 70_001, 30):
+        with pytest.raises(MalformedMessageError):
+            deserialize(data[:cut])
+    with pytest.raises(MalformedMessageError, match="after the last"):
+        deserialize(data + b"x")
+    bad_count = data.replace(s(b"2"), s(b"9"), 1)
+    with pytest.raises(MalformedMessageError):
+        deserialize(bad_count)

@@ -244,16 +244,18 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
             f"pair count {count} needs at least {SIZE_T + 2 * SIZE_T * count} bytes, the message has {size}"
         )
     try:
-        db, table, changes, end = _read(data, count)
+        db, table, changes, end = _read(data, count) if size < _LARGE else _read_large(data, count)
     except (struct.error, OverflowError, _Cut):
         end = -1
+    if size >= _LARGE and end == size:
+        return db, table, changes  # decoded as UTF-8 already
     if end != size:
         _split(data, size, count * 2)  # says precisely what is wrong
         raise MalformedMessageError("inconsistent message")  # not reached: _split raised
     if not data.isascii():
         if not data[SIZE_T:].isascii():
             return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
-    elif count <= _SHAPE_PAIRS and not _shape_pause and size not in _shapes:
+    elif count <= _SHAPE_PAIRS and size <= _SHAPE_BYTES and not _shape_pause and size not in _shapes:
         if len(_shapes) >= _SHAPES:
             _shapes.clear()
         _shapes[size] = _shape_of(data, count)
@@ -319,8 +321,10 @@ def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
 
 #: at most this many layouts are kept (then forgotten all at once)
 _SHAPES = 1024
-#: only messages of at most this many pairs are worth a layout
+#: only messages of at most this many pairs and bytes are worth a layout (a large message is
+#: read in time proportional to its bytes either way)
 _SHAPE_PAIRS = 32
+_SHAPE_BYTES = 4096
 #: A kept layout is never replaced by another of its size (values whose lengths vary would
 #: replace it on every message: building a layout costs four readings). The layouts are judged
 #: every _SHAPE_JUDGE messages: when fewer than a third were read with one, they are forgotten
@@ -502,6 +506,46 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
             append(new(kind, (key, SET_COMMAND, fvs)))
         else:
             append(new(kind, (key, DEL_COMMAND, [])))
+    return db, table, out, pos
+
+
+#: messages this large are read string by string, each decoded from the message's buffer once
+#: (no decoding of the whole message first, no copy of a value's bytes): a 1 MB value costs one
+#: copy, not three, and the event loop is held that much less
+_LARGE = 64 * 1024
+
+
+def _read_large(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
+    """_read() for large messages (any text): a length past the end raises _Cut."""
+    view = memoryview(data)
+    size = len(data)
+    pos = SIZE_T
+
+    def string() -> str:
+        nonlocal pos
+        n = _unpack_from(data, pos)[0]
+        start = pos + SIZE_T
+        pos = start + n
+        if pos > size:
+            raise _Cut
+        return str(view[start:pos], _ENCODING, _ERRORS)
+
+    db = string()
+    table = string()
+    out: list[KeyOpFieldsValues] = []
+    left = count - 1
+    while left > 0:
+        key = string()
+        try:
+            fields = _count_of(string())
+        except MalformedMessageError:
+            raise _Cut from None
+        left -= 1 + fields
+        if left < 0:
+            raise _Cut
+        fvs = [(string(), string()) for _ in range(fields)]
+        out.append(tuple.__new__(KeyOpFieldsValues, (key, SET_COMMAND if fields else DEL_COMMAND, fvs)))
+    view.release()
     return db, table, out, pos
 
 

@@ -75,7 +75,7 @@ RECEIVE_HWM = 16
 BUFFER_BYTES = 8 * 1024 * 1024
 #: messages (and bytes) taken off the server socket before letting other tasks run
 _BURST = 512
-_BURST_BYTES = 2 * 1024 * 1024
+_BURST_BYTES = 256 * 1024  # a 1 MB message is a burst: the Redis tables' turns come between
 _NONE: dict[str, ZmqMessageHandler] = {}
 #: libzmq's send, without pyzmq's Python-level wrapper (routing ids, groups, Frame handling: none
 #: apply to bytes on a PUSH socket); a third of a small message's send time
