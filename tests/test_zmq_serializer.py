@@ -515,3 +515,30 @@ def test_large_messages_read_string_by_string() -> None:
     bad_count = data.replace(s(b"2"), s(b"9"), 1)
     with pytest.raises(MalformedMessageError):
         deserialize(bad_count)
+
+
+@given(db=texts, table=texts, changes=changes_st,
+       edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=3),
+       cut=st.integers(min_value=0, max_value=20), extra=st.binary(max_size=9))
+@settings(max_examples=400, deadline=None)
+def test_read_single_is_deserialize_or_nothing(
+    db: str, table: str, changes: list[KeyOpFieldsValues], edits: list[tuple[int, int]], cut: int, extra: bytes
+) -> None:
+    """read_single() (one-change messages, any values) of any bytes (changed, cut short, with
+    bytes after) returns exactly what deserialize() reads, or None; a valid ASCII one-change
+    message of the table is always read."""
+    head = header(db, table)
+    for change in changes:
+        data = bytearray(serialize(db, table, [change]))
+        got = serializer.read_single(bytes(data), head)
+        if data.isascii():
+            assert got == change
+        for pos, byte in edits:
+            data[pos % len(data)] = byte
+        data = data[: max(0, len(data) - cut)] + extra
+        got = serializer.read_single(bytes(data), head)
+        if got is not None:
+            assert deserialize(bytes(data)) == (db, table, [got])
+    many = serialize(db, table, changes)
+    if len(changes) != 1:
+        assert serializer.read_single(many, head) is None

@@ -117,7 +117,8 @@ def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
                 continue
             try:
                 servers[t.endpoint] = ZmqServer(
-                    t.endpoint, max_peers=max_peers, max_buffer_bytes=config.daemon.zmq_buffer_bytes
+                    t.endpoint, max_peers=max_peers, max_buffer_bytes=config.daemon.zmq_buffer_bytes,
+                    receive_hwm=config.daemon.zmq_receive_hwm,
                 )
             except OSError as exc:
                 raise ConfigError(

@@ -296,6 +296,45 @@ def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
     )
 
 
+def read_single(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
+    """The change of a one-change ASCII message of the table whose header() is `head`, read in
+    one pass without the general reader's steps (any values, seen before or not); None for any
+    other message, which deserialize() then reads or rejects."""
+    size = len(data)
+    start = SIZE_T + len(head)
+    if not (start + SIZE_T <= size < _LARGE and data.startswith(head, SIZE_T) and data.isascii()):
+        return None
+    text = data.decode("latin-1")
+    unpack_from = _unpack_from
+    try:
+        n = unpack_from(data, start)[0]
+        pos = start + SIZE_T
+        key = text[pos:pos + n]
+        pos += n
+        n = unpack_from(data, pos)[0]
+        pos += SIZE_T
+        fields = _COUNT_VALUES.get(text[pos:pos + n])
+        pos += n
+        if fields is None or unpack_from(data, 0)[0] != fields + 2:
+            return None
+        fvs: list[tuple[str, str]] = []
+        add = fvs.append
+        for _ in range(fields):
+            n = unpack_from(data, pos)[0]
+            pos += SIZE_T
+            field = text[pos:pos + n]
+            pos += n
+            n = unpack_from(data, pos)[0]
+            pos += SIZE_T
+            add((field, text[pos:pos + n]))
+            pos += n
+    except (struct.error, OverflowError):
+        return None  # a length past the end
+    if pos != size:
+        return None
+    return tuple.__new__(KeyOpFieldsValues, (key, SET_COMMAND if fields else DEL_COMMAND, fvs))
+
+
 def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
     """Keep the tail of `data`, a one-change message deserialize() read as `change`, for
     read_one(). Only for that: any other message would teach read_one() wrong changes."""
