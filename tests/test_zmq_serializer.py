@@ -542,3 +542,15 @@ def test_read_single_is_deserialize_or_nothing(
     many = serialize(db, table, changes)
     if len(changes) != 1:
         assert serializer.read_single(many, head) is None
+
+
+values_st = st.one_of(texts, st.just("x\udcff"), st.text(min_size=250, max_size=300))
+
+
+@given(key=texts, fvs=st.lists(st.tuples(texts, values_st), max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_serialize_one_is_serialize_for_any_text(key: str, fvs: list[tuple[str, str]]) -> None:
+    """The one-change encoder (ASCII strings under 256 bytes as text, joined and encoded once;
+    anything else string by string) writes exactly serialize()'s bytes."""
+    head = header("APPL_DB", "T")
+    assert serialize_one(head, key, fvs) == serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])

@@ -125,12 +125,28 @@ def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> byte
             data = b"".join((known[0], head, pack(len(k)), k, known[1]))
         else:
             n = len(fvs)
-            parts = [_COUNT_PAIRS[n]]
-            for field, value in fvs:
-                f = field.encode()
-                v = value.encode()
-                parts += (pack(len(f)), f, pack(len(v)), v)
-            tail = b"".join(parts)
+            # As text first: a length prefix per string from a table, one join, one encode
+            # (half the time of encoding and packing each string); ASCII under 256 bytes a
+            # string only, where characters are bytes.
+            lens = _LENGTHS
+            text = None
+            if n < 1024:
+                try:
+                    tparts = [_COUNT_TEXTS[n]]
+                    for field, value in fvs:
+                        tparts += (lens[len(field)], field, lens[len(value)], value)
+                    text = "".join(tparts)
+                except IndexError:
+                    text = None
+            if text is not None and text.isascii():
+                tail = text.encode()
+            else:
+                parts = [_COUNT_PAIRS[n]]
+                for field, value in fvs:
+                    f = field.encode()
+                    v = value.encode()
+                    parts += (pack(len(f)), f, pack(len(v)), v)
+                tail = b"".join(parts)
             count = pack(n + 2)
             if pairs and len(tail) <= _TAIL_BYTES:
                 if len(_encoded) >= _TAILS:
@@ -184,6 +200,9 @@ def _string(data: bytes) -> bytes:
 
 #: a field count as its length-prefixed decimal text, for the counts of most changes
 _COUNT_PAIRS = [_string(str(n).encode()) for n in range(1024)]
+#: the length prefix of a string of n < 256 bytes, and _COUNT_PAIRS, as latin-1 text
+_LENGTHS = [_pack(n).decode("latin-1") for n in range(256)]
+_COUNT_TEXTS = [c.decode("latin-1") for c in _COUNT_PAIRS]
 
 
 def read_header(data: bytes) -> tuple[str, str]:
