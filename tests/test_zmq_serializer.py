@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swssd import KeyOpFieldsValues
+from swssd.channels.zmq import one_change as readers
 from swssd.channels.zmq import serializer
+from swssd.channels.zmq.one_change import read_one, remember_tail
 from swssd.channels.zmq.serializer import (
     MAX_MESSAGE_SIZE,
     MalformedMessageError,
@@ -31,8 +33,6 @@ from swssd.channels.zmq.serializer import (
     deserialize,
     header,
     read_header,
-    read_one,
-    remember_tail,
     serialize,
     serialize_one,
 )
@@ -392,7 +392,7 @@ def test_kept_tails_are_bounded() -> None:
     and a tail longer than _TAIL_BYTES is not kept at all."""
     for i in range(serializer._TAILS + 50):
         learn(serialize("APPL_DB", "T", [KFV("k", "SET", [("seq", str(i))])]))
-        assert len(serializer._tails) <= serializer._TAILS
+        assert len(readers._tails) <= serializer._TAILS
     long_fvs = [("f", "v" * serializer._TAIL_BYTES)]
     learn(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
@@ -530,18 +530,18 @@ def test_read_single_is_deserialize_or_nothing(
     head = header(db, table)
     for change in changes:
         data = bytearray(serialize(db, table, [change]))
-        got = serializer.read_single(bytes(data), head)
+        got = readers.read_single(bytes(data), head)
         if data.isascii():
             assert got == change
         for pos, byte in edits:
             data[pos % len(data)] = byte
         data = data[: max(0, len(data) - cut)] + extra
-        got = serializer.read_single(bytes(data), head)
+        got = readers.read_single(bytes(data), head)
         if got is not None:
             assert deserialize(bytes(data)) == (db, table, [got])
     many = serialize(db, table, changes)
     if len(changes) != 1:
-        assert serializer.read_single(many, head) is None
+        assert readers.read_single(many, head) is None
 
 
 values_st = st.one_of(texts, st.just("x\udcff"), st.text(min_size=250, max_size=300))

@@ -42,15 +42,13 @@ import zmq
 from ...errors import SwssdError
 from ...fields import KeyOpFieldsValues
 from .endpoints import check_ipc_path, warn_if_exposed
+from .one_change import read_one, read_single, remember_tail
 from .peers import PeerGuard
 from .serializer import (
     MAX_MESSAGE_SIZE,
     MessageTooLargeError,
     ZmqMessageError,
     header,
-    read_one,
-    read_single,
-    remember_tail,
     serialize,
 )
 from .serializer import deserialize as _deserialize
