@@ -294,3 +294,47 @@ def test_an_ipc_path_held_or_not_a_socket_is_one_line_and_exit_2(
     finally:
         if holder is not None:
             holder.close()
+
+
+SMALL_FLOOD = r"""
+import sys, zmq
+from swssd.channels.zmq.serializer import serialize
+from swssd.fields import KeyOpFieldsValues
+endpoint, count = sys.argv[1], int(sys.argv[2])
+ctx = zmq.Context()
+sock = ctx.socket(zmq.PUSH)
+sock.connect(endpoint)
+for i in range(count):
+    sock.send(serialize("APPL_DB", "ZBIG", [KeyOpFieldsValues(f"k{i}", "SET", [("seq", str(i))])]))
+print("sent", flush=True)
+sys.stdin.readline()
+sock.close(0)
+ctx.term()
+"""
+
+
+def test_a_zmq_table_at_its_pending_limit_stops_its_server(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """pending_limit 100, a plugin taking 20 ms a task, 20,000 small changes sent at once: the
+    table pauses at 100 pending and its server stops reading then, so what the daemon holds is
+    about the limit, not the 20,000 (which wait in libzmq's queues, TCP and the sender's)."""
+    port, zport = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{zport}"
+    path = config(tmp_path, clean_redis, endpoint, port, delay=0.02, table={"pending_limit": 100})
+    daemon = DaemonProcess(path, tmp_path / "log")
+    sender = None
+    try:
+        daemon.wait_ready()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+        sender = subprocess.Popen([sys.executable, "-c", SMALL_FLOOD, endpoint, "20000"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+        time.sleep(3.0)
+        figures = metrics(port)
+        assert figures["swssd_zmq_paused"] == 1
+        assert figures["swssd_pending"] <= 100 + 1
+        assert figures["swssd_zmq_received_total"] < 100 + 2 * 512, figures
+        assert daemon.events("table paused: pending tasks at limit; its zmq server stops reading")
+    finally:
+        if sender is not None:
+            sender.kill()
+            sender.wait()
+        daemon.kill()

@@ -230,3 +230,27 @@ async def test_a_wildcard_tcp_bind_is_warned_about(endpoint: str, warned: bool) 
     assert len(found) == int(warned)
     if warned:
         assert found[0]["wildcard"] is True and found[0]["endpoint"].startswith("tcp://0.0.0.0:")
+
+
+async def test_a_paused_table_stops_the_server_at_once(db: DBConnector, push: zmq.Context) -> None:  # type: ignore[type-arg]
+    """pause_reading() (the daemon calls it when the table's pending work reaches pending_limit):
+    the server reads nothing more, however little the consumer holds; resume_reading() and
+    everything sent meanwhile arrives, in order."""
+    server = ZmqServer("tcp://127.0.0.1:*")
+    consumer = ZmqConsumerStateTable(db, TABLE, server, pop_batch_size=1000)
+    sender = push.socket(zmq.PUSH)
+    sender.connect(server.last_endpoint or "")
+    try:
+        consumer.pause_reading()
+        assert server.paused
+        for i in range(300):
+            sender.send(serialize("APPL_DB", TABLE, [KeyOpFieldsValues(f"k{i}", "SET", [("f", "v")])]))
+        await asyncio.sleep(0.3)
+        assert consumer.waiting == 0 and server.received == 0
+        consumer.resume_reading()
+        assert await until(lambda: consumer.waiting == 300)
+        assert [c.key for c in await consumer.pops()] == [f"k{i}" for i in range(300)]
+    finally:
+        sender.close(0)
+        await consumer.close()
+        await server.close()

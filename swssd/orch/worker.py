@@ -191,9 +191,11 @@ class TableWorker:
         if not self.paused and len(self.pending) >= (limit := self.limit):
             self.paused = True
             self._select.pause(self.consumer)
+            if isinstance(self.consumer, ZmqConsumerStateTable):
+                self.consumer.pause_reading()
             self._log.warning(
                 "table paused: pending tasks at limit; its data waits in Redis" if self.kind != "zmq"
-                else "table paused: pending tasks at limit; the zmq server stops reading once as many wait",
+                else "table paused: pending tasks at limit; its zmq server stops reading",
                 pending=len(self.pending), limit=limit,
             )
 
@@ -309,6 +311,8 @@ class TableWorker:
             self.paused = False
             self._log.info("table resumed", pending=len(pending))
             self._select.resume(self.consumer)
+            if isinstance(self.consumer, ZmqConsumerStateTable):
+                self.consumer.resume_reading()
         if len(pending) < self.resume_below:
             self._room.set()
         if done:

@@ -67,6 +67,8 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         #: [changes, bytes] of each hand-over not fully popped yet, oldest first
         self._sizes: deque[list[int]] = deque()
         self._holding = False
+        #: held by pause_reading() (its table's pending work at its limit)
+        self._pause_token: object | None = None
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
         server.register(self.db_name, name, self)
 
@@ -141,6 +143,19 @@ class ZmqConsumerStateTable(Selectable, TableBase):
             self._popped(1)
         return change
 
+    def pause_reading(self) -> None:
+        """The table's pending work is at its limit: the server reads nothing more (for any of
+        its tables) until resume_reading(), so the producers' queues fill, not this process."""
+        if self._pause_token is None:
+            self._pause_token = object()
+            self.server.hold(self._pause_token)
+
+    def resume_reading(self) -> None:
+        """Undo pause_reading()."""
+        token, self._pause_token = self._pause_token, None
+        if token is not None:
+            self.server.unhold(token)
+
     def _popped(self, count: int) -> None:
         """Give the server back the bytes of `count` popped changes; let it read again once
         half of max_waiting is left."""
@@ -187,6 +202,7 @@ class ZmqConsumerStateTable(Selectable, TableBase):
     async def close(self) -> None:
         """Stop receiving (unregister from the server) and persist what is queued."""
         self.server.unregister(self.db_name, self.name)
+        self.resume_reading()
         if self._holding:
             self._holding = False
             self.server.unhold(self)

@@ -271,7 +271,7 @@ class ZmqServer:
         #: times reading stopped because of what the consumers held
         self.pauses = 0
         #: consumers over their own bound: reading waits for them
-        self._held: set[ZmqMessageHandler] = set()
+        self._held: set[object] = set()
         self._reading = False
         self._peers: PeerGuard | None = None
         #: messages taken off the socket
@@ -316,13 +316,15 @@ class ZmqServer:
 
     # -- flow control -------------------------------------------------------------------
 
-    def hold(self, handler: ZmqMessageHandler) -> None:
-        """`handler` holds more than it may (its table is paused): stop reading until unhold()."""
-        self._held.add(handler)
+    def hold(self, holder: object) -> None:
+        """`holder` (a consumer, or its paused table) may take no more: stop reading until
+        unhold(holder)."""
+        self._held.add(holder)
+        self._pause()
 
-    def unhold(self, handler: ZmqMessageHandler) -> None:
+    def unhold(self, holder: object) -> None:
         """Undo hold(); reading resumes when nothing else holds it."""
-        self._held.discard(handler)
+        self._held.discard(holder)
         self._resume()
 
     def release(self, size: int) -> None:
@@ -419,6 +421,9 @@ class ZmqServer:
         and keeping tails would cost more than it saves."""
         sock = self._socket
         if sock is None or not self._reading:
+            return
+        if self._over():
+            self._pause()
             return
         recv = sock.recv
         read = _deserialize
