@@ -17,7 +17,7 @@ from ..capture import CaptureWriter
 from ..channels.zmq import ZmqServer
 from ..errors import ConfigError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
-from ..ops.limits import raise_descriptor_limit, return_large_blocks, spare_descriptors
+from ..ops.limits import fix_malloc_thresholds, raise_descriptor_limit, spare_descriptors
 from ..ops.metrics import DaemonFigures, LoopProbe, serve
 from ..ops.metrics_server import MetricsServer
 from ..redis.connector import DBConnector
@@ -105,7 +105,7 @@ def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
     endpoints = {t.endpoint for oc in config.orchs for t in oc.tables if t.endpoint is not None}
     if not endpoints:
         return
-    return_large_blocks()
+    fix_malloc_thresholds()
     spare = spare_descriptors(raise_descriptor_limit())
     max_peers = max(1, min(config.daemon.zmq_max_peers, spare // len(endpoints)))
     if max_peers < config.daemon.zmq_max_peers:
