@@ -2,12 +2,16 @@
 against the C++ ZMQ pair.
 
     .venv/bin/python bench/bench_zmq.py [--changes 10000 100000] [--repeat 3] [--swss-common DIR]
+                                        [--unique-fields]
 
 N route-like changes (key `10.x.y.0/24`, 4 fields: nexthop, ifname, weight, protocol), each on its
-own key, go from a producer process to a consumer process; the time is from the producer's first
-send to the end of the consumer's pop that returned the last change (both processes read
-CLOCK_MONOTONIC). The consumer is started and ready first; the producer has built its changes
-before the clock starts.
+own key, go from a producer process to a consumer process. By default every route carries the
+same 4 values (a route table repeating few next-hop groups); with --unique-fields the values
+differ per key (unique_fields(): a neighbour, port or FDB table, where nothing repeats). The time
+is from the producer's first send to the end of the consumer's pop that returned the last change
+(both processes read CLOCK_MONOTONIC); "consumer alone" is from the start of the consumer's first
+pop that returned changes to the end of its last (issue 27's measure of a consumer). The consumer
+is started and ready first; the producer has built its changes before the clock starts.
 
     swssd ZMQ        ZmqProducerStateTable.set() per change -> ZmqConsumerStateTable (pop batch 128)
     swssd Redis      ProducerStateTable(buffered) .set() per change, flush() every 128 ->
@@ -57,6 +61,17 @@ def route_key(i: int) -> str:
     return f"{10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24"
 
 
+def unique_fields(i: int) -> list[tuple[str, str]]:
+    """Values that differ per key (bench/cpp/zmq_bench.cpp's uniqueFields() makes the same)."""
+    a, b = (i >> 8) & 255, i & 255
+    return [("nexthop", f"10.{a}.{b}.1,10.{a}.{b}.3"), ("ifname", f"Ethernet{i % 128 * 4},Ethernet{(i + 1) % 128 * 4}"),
+            ("weight", f"{i % 7 + 1},{i % 5 + 1}"), ("protocol", f"bgp{i % 1000}")]
+
+
+def fields_of(i: int, unique: bool) -> list[tuple[str, str]]:
+    return unique_fields(i) if unique else list(FIELDS)
+
+
 # -- the swssd roles (run as subprocesses of this file) -----------------------------------------
 
 
@@ -67,12 +82,12 @@ def started(freeze: bool) -> None:
         gc.freeze()
 
 
-async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
+async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: bool, unique: bool = False) -> None:
     from swssd import DBConnector, ProducerStateTable
     from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
 
     db = await DBConnector.from_url(url, db_id=0, separator=":", name="APPL_DB")
-    routes = [(route_key(i), list(FIELDS)) for i in range(count)]
+    routes = [(route_key(i), fields_of(i, unique)) for i in range(count)]
     client = None
     if kind == "zmq":
         client = ZmqClient(endpoint)
@@ -100,7 +115,7 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: 
     await db.close()
 
 
-async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool) -> None:
+async def swssd_consume(kind: str, url: str, endpoint: str, count: int, freeze: bool, unique: bool = False) -> None:
     from swssd import ConsumerStateTable, DBConnector, Select
     from swssd.channels.zmq import ZmqConsumerStateTable, ZmqServer
 
@@ -147,13 +162,14 @@ def free_endpoint() -> str:
 
 def command(
     side: str, role: str, kind: str, count: int, url: str, endpoint: str, db_config: Path, binary: Path | None,
-    freeze: bool = True,
+    freeze: bool = True, unique: bool = False,
 ) -> list[str]:
     if side == "cpp":
         assert binary is not None
-        return [str(binary), role, str(db_config), endpoint, str(count)]
-    return [sys.executable, str(Path(__file__).resolve()), "--role", role, "--kind", kind,
-            "--url", url, "--endpoint", endpoint, "--count", str(count)] + ([] if freeze else ["--no-freeze"])
+        return [str(binary), role, str(db_config), endpoint, str(count)] + (["unique"] if unique else [])
+    return ([sys.executable, str(Path(__file__).resolve()), "--role", role, "--kind", kind,
+             "--url", url, "--endpoint", endpoint, "--count", str(count)] + ([] if freeze else ["--no-freeze"])
+            + (["--unique-fields"] if unique else []))
 
 
 def expect(stream: IO[str], word: str) -> str:
@@ -168,15 +184,16 @@ def expect(stream: IO[str], word: str) -> str:
 
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
-    freeze: bool = True,
-) -> tuple[float, float | None]:
-    """Seconds from the producer's first send to the consumer's last pop, and the swssd
-    consumer's CPU microseconds per change from its first pop on (None for C++)."""
+    freeze: bool = True, unique: bool = False,
+) -> tuple[float, float | None, float]:
+    """Seconds from the producer's first send to the consumer's last pop, the swssd consumer's
+    CPU microseconds per change from its first pop on (None for C++), and the seconds from the
+    consumer's first pop to its last (the consumer alone, as issue 27 timed it)."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze),
+    cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze, unique),
                             stdout=subprocess.PIPE, text=True, env=env)
-    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze),
+    prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze, unique),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     assert cons.stdout is not None and prod.stdout is not None and prod.stdin is not None
     try:
@@ -199,7 +216,7 @@ def run_pair(
         prod.stdin.flush()
         prod.wait(timeout=60)
         cpu = float(result["cpu_ns"]) / 1e3 / count if "cpu_ns" in result else None
-        return float(result["last_ns"] - start_ns) / 1e9, cpu
+        return float(result["last_ns"] - start_ns) / 1e9, cpu, float(result["last_ns"] - result["first_ns"]) / 1e9
     finally:
         for p in (cons, prod):
             if p.poll() is None:
@@ -248,6 +265,7 @@ def main() -> None:
     parser.add_argument("--swss-common", type=Path, default=os.environ.get("SWSS_COMMON_DIR"))
     parser.add_argument("--rows", nargs="+", help="only these rows (labels as printed)")
     parser.add_argument("--no-freeze", action="store_true", help="no gc.collect()/gc.freeze() after set-up")
+    parser.add_argument("--unique-fields", action="store_true", help="field values that differ per key")
     parser.add_argument("--role", choices=["produce", "consume"], help=argparse.SUPPRESS)
     parser.add_argument("--kind", choices=["zmq", "redis"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -256,7 +274,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.role:
         role = swssd_produce if args.role == "produce" else swssd_consume
-        uvloop.run(role(args.kind, args.url, args.endpoint, args.count, not args.no_freeze))
+        uvloop.run(role(args.kind, args.url, args.endpoint, args.count, not args.no_freeze, args.unique_fields))
         return
 
     sys.path.insert(0, str(ROOT))
@@ -275,29 +293,43 @@ def main() -> None:
         flush = redis.Redis(unix_socket_path=server.unix_socket)
         results: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         cpus: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
+        pops: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         for round_ in range(args.repeat):
             order = rows[round_ % len(rows):] + rows[:round_ % len(rows)]
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds, cpu = run_pair(producer, consumer, kind, n, url, db_config, binary, not args.no_freeze)
+                    seconds, cpu, popping = run_pair(producer, consumer, kind, n, url, db_config, binary,
+                                                     not args.no_freeze, args.unique_fields)
                     results[n].setdefault(label, []).append(seconds)
+                    pops[n].setdefault(label, []).append(popping)
                     said = ""
                     if cpu is not None:
                         cpus[n].setdefault(label, []).append(cpu)
                         said = f"  consumer CPU {cpu:.2f} us/change"
                     print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s"
-                          f"{said}", flush=True)
+                          f"  consumer alone {n / popping:10,.0f}/s{said}", flush=True)
         print()
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}
             best = {label: min(v) for label, v in results[n].items()}
-            print(f"{n:,} changes, medians of {args.repeat} (and the best round):")
-            print("| path | seconds | changes/s | best seconds | swssd consumer CPU us/change |")
-            print("| --- | ---: | ---: | ---: | ---: |")
+            shape = "values that differ per key" if args.unique_fields else "the same 4 values for every key"
+            print(f"{n:,} changes ({shape}), medians of {args.repeat} (and the best round):")
+            alone = {label: statistics.median(v) for label, v in pops[n].items()}
+            print("| path | seconds | changes/s | best seconds | consumer alone, changes/s "
+                  "| swssd consumer CPU us/change |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:
                 cpu_med = f"{statistics.median(cpus[n][label]):.2f}" if label in cpus[n] else "-"
-                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} | {cpu_med} |")
+                print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} "
+                      f"| {n / alone[label]:,.0f} | {cpu_med} |")
+            if "C++ ZMQ" in med and "C++ -> swssd ZMQ" in med:
+                print(f"swssd consumer vs C++ consumer (C++ producer), first pop to last pop: "
+                      f"{alone['C++ ZMQ'] / alone['C++ -> swssd ZMQ']:.2f}x; from the first send: "
+                      f"{med['C++ ZMQ'] / med['C++ -> swssd ZMQ']:.2f}x")
+            if "C++ ZMQ" in med and "swssd -> C++ ZMQ" in med:
+                print(f"swssd producer vs C++ producer (C++ consumer), from the first send: "
+                      f"{med['C++ ZMQ'] / med['swssd -> C++ ZMQ']:.2f}x")
             if len(med) < len(ROWS):
                 continue
             print(f"swssd ZMQ vs swssd Redis: {med['swssd Redis key-set'] / med['swssd ZMQ']:.1f}x")

@@ -68,7 +68,7 @@ def write_config(tmp_path: Path, server: EmbeddedRedis, doc: dict[str, Any], nam
 class DaemonProcess:
     """`python -m swssd.cli run --config FILE`, stderr (JSON log lines) to a file."""
 
-    def __init__(self, config: Path, log: Path) -> None:
+    def __init__(self, config: Path, log: Path, preexec_fn: Callable[[], None] | None = None) -> None:
         self.config = config
         self.log_path = log
         env = dict(os.environ)
@@ -77,7 +77,7 @@ class DaemonProcess:
         self._log_file = open(log, "ab")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "swssd.cli", "run", "--config", str(config)],
-            stdout=self._log_file, stderr=subprocess.STDOUT, env=env,
+            stdout=self._log_file, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec_fn,
         )
 
     def logs(self) -> list[dict[str, Any]]:

@@ -127,3 +127,20 @@ class PoisonOrch(RecordingOrch):
         if task.key.startswith("poison"):
             raise Poison(task.key)
         self.record(table, task)
+
+
+class SlowCountingOrch(Orch):
+    """Sleeps `delay` seconds per task and writes only how many it handled (to `record`): for
+    floods of large values, which RecordingOrch would copy to its file."""
+
+    async def start(self) -> None:
+        self._path = self.options["record"]
+        self._delay = float(self.options.get("delay", 0))
+        self._count = 0
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        await asyncio.sleep(self._delay)
+        self._count += 1
+        if self._count % 10 == 0:
+            with open(self._path, "w", encoding="utf-8") as out:
+                out.write(str(self._count))

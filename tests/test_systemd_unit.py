@@ -123,3 +123,26 @@ def test_systemd_analyze_security_exposure_at_most_2() -> None:
     found = re.search(r"Overall exposure level for swssd\.service: (\d+\.\d+)", result.stdout)
     assert found, result.stdout + result.stderr
     assert float(found.group(1)) <= 2.0, result.stdout
+
+
+def test_zmq_resources_and_the_ipc_directory() -> None:
+    """Issue 27: the README's ipc endpoint can be bound under ProtectSystem=strict, and the
+    descriptors, memory and tasks are bounded (the daemon keeps descriptors back for Redis)."""
+    svc = unit()["Service"]
+    assert svc["RuntimeDirectory"] == "swssd"  # /run/swssd, for ipc:///run/swssd/zmq
+    readme = (UNIT.parent.parent / "README.md").read_text()
+    assert "ipc:///run/swssd/zmq" in readme
+    assert int(svc["LimitNOFILE"]) >= 4096 + 256  # [daemon] zmq_max_peers' default and the reserve
+    assert svc["MemoryMax"] and svc["MemoryMax"] != "infinity"
+    assert int(svc["TasksMax"]) >= 64
+
+
+def test_systemd_analyze_security_exposure_at_most_1_1() -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    result = subprocess.run([analyze, "security", "--offline=yes", "--no-pager", str(UNIT)],
+                            capture_output=True, text=True, timeout=120)
+    found = re.search(r"Overall exposure level for swssd\.service: (\d+\.\d+)", result.stdout)
+    assert found, result.stdout + result.stderr
+    assert float(found.group(1)) <= 1.1, result.stdout

@@ -20,10 +20,11 @@ from swssd.channels.zmq import (
     ZmqConsumerStateTable,
     ZmqProducerStateTable,
     ZmqServer,
-    serializer,
+    one_change,
     sockets,
 )
-from swssd.channels.zmq.serializer import MAX_MESSAGE_SIZE, header, read_one, serialize
+from swssd.channels.zmq.one_change import read_one
+from swssd.channels.zmq.serializer import MAX_MESSAGE_SIZE, header, serialize
 from swssd.redis.embedded_redis import EmbeddedRedis
 
 KFV = KeyOpFieldsValues
@@ -288,7 +289,7 @@ async def test_read_one_rests_while_every_message_has_its_own_fields(
     monkeypatch.setattr(sockets, "_BURST", 10)
     monkeypatch.setattr(sockets, "_FAST_JUDGE", 50)
     monkeypatch.setattr(sockets, "_FAST_PAUSE", 200)
-    monkeypatch.setattr(serializer, "_tails", {})  # nothing kept from earlier tests
+    monkeypatch.setattr(one_change, "_tails", {})  # nothing kept from earlier tests
     calls = [0, 0]  # tried, read
 
     def counting(data: bytes, head: bytes) -> KeyOpFieldsValues | None:

@@ -355,3 +355,59 @@ async def test_cpp_consumer_restarted_while_swssd_producer_sends(
     assert worst < 0.25
     monitor.close(0)
     client.close()
+
+
+# -- a swssd server that stops reading (issue 27) -----------------------------------------------
+
+
+async def test_cpp_producer_waits_while_the_swssd_server_stops_reading(
+    driver: Path, appl: DBConnector, db_config: Path, tmp_path: Path
+) -> None:
+    """A consumer that is not popped holds at most max_waiting changes: the server stops reading,
+    libzmq's queue and the TCP window fill, and the C++ producer's sendMsg retries on EAGAIN (its
+    thread sleeps) instead of this process growing. Once popped, every change arrives in order,
+    values that differ per key read as C++ wrote them."""
+    count = 30_000
+    ops = [["set", f"k{i}", [["seq", str(i)], ["v", f"{i:x}" * (60 + i % 40)]], "SET"] for i in range(count)]
+    endpoint = f"ipc://{tmp_path}/paused.sock"
+    server = ZmqServer(endpoint)
+    consumer = ZmqConsumerStateTable(appl, "ZMQ_PAUSED", server, pop_batch_size=1000, max_waiting=200)
+    producer = await asyncio.create_subprocess_exec(
+        str(driver), "produce", str(db_config), "APPL_DB", "ZMQ_PAUSED", endpoint, "0",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    assert producer.stdin is not None and producer.stdout is not None
+
+    async def feed() -> None:  # the producer stops reading its input while its sends wait
+        assert producer.stdin is not None
+        producer.stdin.write("".join(json.dumps(op) + "\n" for op in ops).encode() + b'["wait"]\n')
+        await producer.stdin.drain()
+
+    feeding = asyncio.ensure_future(feed())
+    try:
+        deadline = time.monotonic() + WAIT
+        while not server.paused and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert server.paused
+        await asyncio.sleep(1.0)  # the producer keeps sending into full queues meanwhile
+        assert 200 <= consumer.waiting < 200 + 512
+        assert server.received < count
+        got: list[KeyOpFieldsValues] = []
+        while len(got) < count and time.monotonic() < deadline:
+            got += await consumer.pops()
+            await asyncio.sleep(0.001)
+        want = [KFV(f"k{i}", "SET", [("seq", str(i)), ("v", f"{i:x}" * (60 + i % 40))]) for i in range(count)]
+        check_sequence(got, want)
+        await feeding
+        assert (await asyncio.wait_for(producer.stdout.readline(), WAIT)).decode().strip() == "sent"
+        producer.stdin.write(b'["quit"]\n')
+        producer.stdin.close()
+        assert await asyncio.wait_for(producer.wait(), WAIT) == 0
+        assert not server.paused and server.buffered == 0 and server.malformed == 0
+    finally:
+        feeding.cancel()
+        if producer.returncode is None:
+            producer.kill()
+            await producer.wait()
+        await consumer.close()
+        await server.close()

@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swssd import KeyOpFieldsValues
+from swssd.channels.zmq import one_change as readers
 from swssd.channels.zmq import serializer
+from swssd.channels.zmq.one_change import read_one, remember_tail
 from swssd.channels.zmq.serializer import (
     MAX_MESSAGE_SIZE,
     MalformedMessageError,
@@ -31,8 +33,6 @@ from swssd.channels.zmq.serializer import (
     deserialize,
     header,
     read_header,
-    read_one,
-    remember_tail,
     serialize,
     serialize_one,
 )
@@ -392,7 +392,7 @@ def test_kept_tails_are_bounded() -> None:
     and a tail longer than _TAIL_BYTES is not kept at all."""
     for i in range(serializer._TAILS + 50):
         learn(serialize("APPL_DB", "T", [KFV("k", "SET", [("seq", str(i))])]))
-        assert len(serializer._tails) <= serializer._TAILS
+        assert len(readers._tails) <= serializer._TAILS
     long_fvs = [("f", "v" * serializer._TAIL_BYTES)]
     learn(serialize("APPL_DB", "T", [KFV("k", "SET", long_fvs)]))
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
@@ -438,3 +438,119 @@ def test_encoded_fields_rest_while_they_never_repeat(monkeypatch: pytest.MonkeyP
     for i in range(600):
         assert serialize_one(head, f"r{i}", fvs) == serialize("APPL_DB", "T", [KFV(f"r{i}", "SET", fvs)])
     assert tuple(fvs) in serializer._encoded
+
+
+# -- data whose fields do not repeat (issue 27) ---------------------------------------------------
+
+names_st = st.sampled_from(["nexthop", "nexthop_ext", "next", "ifname", "", "é", "weight", "n\x00ul"])
+messages_st = st.lists(
+    st.lists(
+        st.builds(
+            lambda key, fvs: KFV(key, "SET" if fvs else "DEL", fvs),
+            st.text(max_size=6),
+            st.lists(st.tuples(names_st, st.text(max_size=12)), max_size=5),
+        ),
+        min_size=1, max_size=3,
+    ),
+    min_size=1, max_size=12,
+)
+
+
+@given(messages=messages_st)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_a_run_of_messages_reads_back_whatever_fields_come(messages: list[list[KeyOpFieldsValues]]) -> None:
+    """The reader recognises the fields of the change before by comparing their bytes: names that
+    are prefixes of each other, in another order, more or fewer of them, read back exactly."""
+    for changes in messages:
+        assert deserialize(serialize("APPL_DB", "T", changes)) == ("APPL_DB", "T", changes)
+
+
+def test_layouts_rest_while_lengths_vary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values whose lengths vary from message to message: a kept layout is never replaced by
+    another of its size, and once most messages find none, layouts are neither looked up nor
+    kept for a while (building one costs more than reading the message). Reading stays exact."""
+    monkeypatch.setattr(serializer, "_SHAPE_JUDGE", 50)
+    monkeypatch.setattr(serializer, "_SHAPE_PAUSE", 200)
+    monkeypatch.setattr(serializer, "_shapes", {})
+    monkeypatch.setattr(serializer, "_shape_tries", 0)
+    monkeypatch.setattr(serializer, "_shape_hits", 0)
+    monkeypatch.setattr(serializer, "_shape_pause", 0)
+    built = 0
+    real_shape_of = serializer._shape_of
+
+    def counting(data: bytes, count: int) -> object:
+        nonlocal built
+        built += 1
+        return real_shape_of(data, count)
+
+    monkeypatch.setattr(serializer, "_shape_of", counting)
+    for i in range(300):
+        # the same size, other lengths: key and value trade bytes
+        change = KFV("k" * (1 + i % 7), "SET", [("v", "x" * (8 - i % 7))])
+        assert deserialize(serialize("D", "T", [change])) == ("D", "T", [change])
+    assert built <= 60  # 300 without the rest, 1 per size without keeping the first layout
+    assert serializer._shape_pause > 0
+    repeated = KFV("key", "SET", [("v", "same")])
+    for _ in range(600):
+        assert deserialize(serialize("D", "T", [repeated])) == ("D", "T", [repeated])
+    assert serializer._shapes  # kept again once the rest is over
+
+
+def test_large_messages_read_string_by_string() -> None:
+    """Messages of 64 KiB and more are decoded string by string from the buffer: the same
+    changes, non-UTF-8 bytes kept as surrogate escapes, the same errors for a cut message."""
+    changes = [
+        KFV("big", "SET", [("v", "é" * 40_000), ("w", "x")]),
+        KFV("gone", "DEL", []),
+        KFV("raw\udcff", "SET", [("f\udcfe", "y" * 70_000)]),
+    ]
+    data = serialize("APPL_DB", "T", changes)
+    assert len(data) >= serializer._LARGE
+    assert deserialize(data) == ("APPL_DB", "T", changes)
+    for cut in (len(data) - 1, len(data) - 70_001, 30):
+        with pytest.raises(MalformedMessageError):
+            deserialize(data[:cut])
+    with pytest.raises(MalformedMessageError, match="after the last"):
+        deserialize(data + b"x")
+    bad_count = data.replace(s(b"2"), s(b"9"), 1)
+    with pytest.raises(MalformedMessageError):
+        deserialize(bad_count)
+
+
+@given(db=texts, table=texts, changes=changes_st,
+       edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=3),
+       cut=st.integers(min_value=0, max_value=20), extra=st.binary(max_size=9))
+@settings(max_examples=400, deadline=None)
+def test_read_single_is_deserialize_or_nothing(
+    db: str, table: str, changes: list[KeyOpFieldsValues], edits: list[tuple[int, int]], cut: int, extra: bytes
+) -> None:
+    """read_single() (one-change messages, any values) of any bytes (changed, cut short, with
+    bytes after) returns exactly what deserialize() reads, or None; a valid ASCII one-change
+    message of the table is always read."""
+    head = header(db, table)
+    for change in changes:
+        data = bytearray(serialize(db, table, [change]))
+        got = readers.read_single(bytes(data), head)
+        if data.isascii():
+            assert got == change
+        for pos, byte in edits:
+            data[pos % len(data)] = byte
+        data = data[: max(0, len(data) - cut)] + extra
+        got = readers.read_single(bytes(data), head)
+        if got is not None:
+            assert deserialize(bytes(data)) == (db, table, [got])
+    many = serialize(db, table, changes)
+    if len(changes) != 1:
+        assert readers.read_single(many, head) is None
+
+
+values_st = st.one_of(texts, st.just("x\udcff"), st.text(min_size=250, max_size=300))
+
+
+@given(key=texts, fvs=st.lists(st.tuples(texts, values_st), max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_serialize_one_is_serialize_for_any_text(key: str, fvs: list[tuple[str, str]]) -> None:
+    """The one-change encoder (ASCII strings under 256 bytes as text, joined and encoded once;
+    anything else string by string) writes exactly serialize()'s bytes."""
+    head = header("APPL_DB", "T")
+    assert serialize_one(head, key, fvs) == serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])

@@ -1,8 +1,9 @@
 // The C++ side of bench/bench_zmq.py: libswsscommon's ZmqProducerStateTable and
 // ZmqConsumerStateTable (persistence off), one role a process.
 //
-//   zmq_bench produce <database_config.json> <endpoint> <count>
-//       builds <count> route-like changes (4 fields) in memory, prints "ready", waits for a line
+//   zmq_bench produce <database_config.json> <endpoint> <count> [unique]
+//       builds <count> route-like changes (4 fields; with "unique", values that differ per
+//       key, as bench_zmq.py's unique_fields() makes them) in memory, prints "ready", waits for a line
 //       on stdin, prints the CLOCK_MONOTONIC nanoseconds, sends each change with set(), prints
 //       "sent" and waits for another line before exiting (linger 0 would drop what is queued)
 //   zmq_bench consume <database_config.json> <endpoint> <count>
@@ -37,7 +38,17 @@ static std::string routeKey(long i)
     return std::to_string(10 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." + std::to_string(i % 256) + ".0/24";
 }
 
-static int produce(swss::DBConnector &db, const std::string &endpoint, long count)
+static std::vector<swss::FieldValueTuple> uniqueFields(long i)
+{
+    std::string a = std::to_string((i >> 8) & 255), b = std::to_string(i & 255);
+    return {
+        {"nexthop", "10." + a + "." + b + ".1,10." + a + "." + b + ".3"},
+        {"ifname", "Ethernet" + std::to_string(i % 128 * 4) + ",Ethernet" + std::to_string((i + 1) % 128 * 4)},
+        {"weight", std::to_string(i % 7 + 1) + "," + std::to_string(i % 5 + 1)},
+        {"protocol", "bgp" + std::to_string(i % 1000)}};
+}
+
+static int produce(swss::DBConnector &db, const std::string &endpoint, long count, bool unique)
 {
     swss::ZmqClient client(endpoint);
     swss::ZmqProducerStateTable p(&db, "ROUTE_TABLE", client, false);
@@ -45,7 +56,7 @@ static int produce(swss::DBConnector &db, const std::string &endpoint, long coun
     routes.reserve(count);
     for (long i = 0; i < count; i++)
     {
-        routes.emplace_back(routeKey(i), std::vector<swss::FieldValueTuple>{
+        routes.emplace_back(routeKey(i), unique ? uniqueFields(i) : std::vector<swss::FieldValueTuple>{
             {"nexthop", "10.0.0.1,10.0.0.3"}, {"ifname", "Ethernet0,Ethernet4"},
             {"weight", "1,1"}, {"protocol", "bgp"}});
     }
@@ -122,9 +133,9 @@ static int consume(swss::DBConnector &db, const std::string &endpoint, long coun
 
 int main(int argc, char **argv)
 {
-    if (argc != 5)
+    if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "unique"))
     {
-        std::cerr << "usage: zmq_bench produce|consume CONFIG ENDPOINT COUNT" << std::endl;
+        std::cerr << "usage: zmq_bench produce|consume CONFIG ENDPOINT COUNT [unique]" << std::endl;
         return 2;
     }
     std::string mode = argv[1];
@@ -133,7 +144,7 @@ int main(int argc, char **argv)
     long count = std::stol(argv[4]);
     if (mode == "produce")
     {
-        return produce(db, argv[3], count);
+        return produce(db, argv[3], count, argc == 6);
     }
     if (mode == "consume")
     {

@@ -76,6 +76,14 @@ class ZmqFigures(Protocol):
     def malformed(self) -> int: ...
     @property
     def dropped(self) -> int: ...
+    @property
+    def peers(self) -> int: ...
+    @property
+    def refused_peers(self) -> int: ...
+    @property
+    def buffered(self) -> int: ...
+    @property
+    def paused(self) -> bool: ...
 
 
 class DaemonFigures(Protocol):
@@ -174,7 +182,7 @@ def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
     """Per ZmqServer endpoint: messages received, malformed and dropped (no consumer)."""
     if not d.zmq_servers:
         return
-    families = [
+    families: list[tuple[CounterMetricFamily | GaugeMetricFamily, str]] = [
         (CounterMetricFamily("swssd_zmq_received", "ZMQ messages received", labels=["endpoint"]), "received"),
         (CounterMetricFamily("swssd_zmq_changes", "Changes in received ZMQ messages handed to tables",
                              labels=["endpoint"]), "changes"),
@@ -183,9 +191,18 @@ def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
         (CounterMetricFamily("swssd_zmq_dropped", "ZMQ messages for a table no consumer here takes",
                              labels=["endpoint"]), "dropped"),
     ]
+    families += [
+        (CounterMetricFamily("swssd_zmq_refused_peers", "ZMQ connections refused: the peer limit was reached",
+                             labels=["endpoint"]), "refused_peers"),
+        (GaugeMetricFamily("swssd_zmq_peers", "ZMQ connections held", labels=["endpoint"]), "peers"),
+        (GaugeMetricFamily("swssd_zmq_buffered_bytes", "Bytes of received ZMQ changes not popped yet",
+                           labels=["endpoint"]), "buffered"),
+        (GaugeMetricFamily("swssd_zmq_paused", "1 while the server does not read: its tables hold all they may",
+                           labels=["endpoint"]), "paused"),
+    ]
     for endpoint, server in d.zmq_servers.items():
         for family, attr in families:
-            family.add_metric([endpoint], getattr(server, attr))
+            family.add_metric([endpoint], float(getattr(server, attr)))
     for family, _ in families:
         yield family
 

@@ -388,6 +388,16 @@ class DaemonConfig(_Section):
     #: Turn on the keyspace notifications subscriber tables need when Redis has them off
     #: (CONFIG SET notify-keyspace-events); off: a clear warning at start instead.
     enable_keyspace_events: bool = False
+    #: Connections each ZMQ server holds at most (fewer when the descriptor limit leaves less
+    #: once some are kept for Redis, metrics and the log); more are refused, logged, counted.
+    zmq_max_peers: int = Field(4096, ge=1, le=1_000_000)
+    #: Bytes of received ZMQ changes a server holds unpopped, and a zmq table's pending work
+    #: (estimated from its messages), above which reading stops / the table pauses.
+    zmq_buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024, le=1 << 40)
+    #: Messages libzmq queues per ZMQ connection while the server does not read (ZMQ_RCVHWM;
+    #: C++ 10,000): with 1 MB messages, about twice this many MB per flooding peer. 64 and more
+    #: read small messages 0.3-0.4 us faster each.
+    zmq_receive_hwm: int = Field(16, ge=2, le=100_000)
 
 
 class Config(_Section):

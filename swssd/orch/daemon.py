@@ -279,11 +279,14 @@ class Daemon:
             db, table, kind, tc.pop_batch_size, tc.priority,
             enable_keyspace_events=self.config.daemon.enable_keyspace_events,
             zmq_server=self.zmq_servers.get(tc.endpoint or ""), db_persistence=tc.db_persistence,
+            pending_limit=tc.pending_limit or self.config.daemon.pending_limit,
         )
         worker = TableWorker(
             rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
             self._dead_letter, self.select, table=table, kind=kind,
         )
+        if kind == "zmq":
+            worker.pending_bytes = self.config.daemon.zmq_buffer_bytes
         self.workers.append(worker)
         self._by_table[consumer] = worker
         worker.start().add_done_callback(self._worker_done)

@@ -17,6 +17,7 @@ from ..capture import CaptureWriter
 from ..channels.zmq import ZmqServer
 from ..errors import ConfigError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
+from ..ops.limits import fix_malloc_thresholds, raise_descriptor_limit, spare_descriptors
 from ..ops.metrics import DaemonFigures, LoopProbe, serve
 from ..ops.metrics_server import MetricsServer
 from ..redis.connector import DBConnector
@@ -94,14 +95,31 @@ async def take_leases(
 
 def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
     """A ZmqServer per endpoint, bound before any table is added: an endpoint that cannot be
-    bound (in use, a bad address) is one line naming the field, not a half-started daemon. Those
-    bound before a failure are in `servers`, for shutdown to close."""
+    bound (in use, a bad address, an ipc path a live server holds or that is not a socket) is
+    one line naming the field, not a half-started daemon. Those bound before a failure are in
+    `servers`, for shutdown to close.
+
+    Each server's peers are bounded by [daemon] zmq_max_peers and by its share of the
+    descriptors left once some are kept for Redis, metrics and the log (the soft descriptor
+    limit raised to the hard one first)."""
+    endpoints = {t.endpoint for oc in config.orchs for t in oc.tables if t.endpoint is not None}
+    if not endpoints:
+        return
+    fix_malloc_thresholds()
+    spare = spare_descriptors(raise_descriptor_limit())
+    max_peers = max(1, min(config.daemon.zmq_max_peers, spare // len(endpoints)))
+    if max_peers < config.daemon.zmq_max_peers:
+        log.warning("zmq peers bounded by the descriptor limit; raise LimitNOFILE for more",
+                    max_peers=max_peers, configured=config.daemon.zmq_max_peers)
     for i, oc in enumerate(config.orchs):
         for j, t in enumerate(oc.tables):
             if t.endpoint is None or t.endpoint in servers:
                 continue
             try:
-                servers[t.endpoint] = ZmqServer(t.endpoint)
+                servers[t.endpoint] = ZmqServer(
+                    t.endpoint, max_peers=max_peers, max_buffer_bytes=config.daemon.zmq_buffer_bytes,
+                    receive_hwm=config.daemon.zmq_receive_hwm,
+                )
             except OSError as exc:
                 raise ConfigError(
                     config.path, f"orchs.{i}.tables.{j}.endpoint", f"cannot bind {t.endpoint}: {exc.strerror}"

@@ -130,6 +130,9 @@ class TableWorker:
         self.pending = PendingMap(_MERGE[kind])
         self.pending_limit = pending_limit
         self.resume_below = max(1, pending_limit // 2)
+        #: a zmq table's bound on its pending work in bytes (its consumer's change_bytes per
+        #: task): large values must not multiply pending_limit into gigabytes; 0 for none
+        self.pending_bytes = 0
         self.stats = TableStats()
         #: Retry-waiting tasks seen since the pass began (may overcount: it only wakes the worker)
         self.retry_waiting = 0
@@ -164,6 +167,15 @@ class TableWorker:
         return self._task is not None and not self._task.done()
 
     @property
+    def limit(self) -> int:
+        """The pending tasks at which the table pauses: pending_limit, or fewer when
+        pending_bytes says so."""
+        per = getattr(self.consumer, "change_bytes", 0) if self.pending_bytes else 0
+        if per:
+            return max(1, min(self.pending_limit, self.pending_bytes // per))
+        return self.pending_limit
+
+    @property
     def pending_count(self) -> int:
         """Tasks in memory: pending plus the ones being handled."""
         return len(self.pending) + self.in_flight
@@ -176,12 +188,15 @@ class TableWorker:
         self.stats.popped += len(tasks)
         self.pending.add_many(tasks, seq)
         self._wakeup.set()
-        if len(self.pending) >= self.pending_limit and not self.paused:
+        if not self.paused and len(self.pending) >= (limit := self.limit):
             self.paused = True
             self._select.pause(self.consumer)
+            if isinstance(self.consumer, ZmqConsumerStateTable):
+                self.consumer.pause_reading()
             self._log.warning(
-                "table paused: pending tasks at limit; its data waits in Redis",
-                pending=len(self.pending), limit=self.pending_limit,
+                "table paused: pending tasks at limit; its data waits in Redis" if self.kind != "zmq"
+                else "table paused: pending tasks at limit; its zmq server stops reading",
+                pending=len(self.pending), limit=limit,
             )
 
     def wake(self) -> None:
@@ -292,10 +307,12 @@ class TableWorker:
         if heads:
             done += len(heads)
             again |= await self._run_batch(heads)
-        if self.paused and len(pending) < self.resume_below:
+        if self.paused and len(pending) < (self.resume_below if not self.pending_bytes else max(1, self.limit // 2)):
             self.paused = False
             self._log.info("table resumed", pending=len(pending))
             self._select.resume(self.consumer)
+            if isinstance(self.consumer, ZmqConsumerStateTable):
+                self.consumer.resume_reading()
         if len(pending) < self.resume_below:
             self._room.set()
         if done:
@@ -451,12 +468,14 @@ class _TimedOut(Exception):
 def make_consumer(
     db: DBConnector, table: str, kind: TableKind, pop_batch_size: int, priority: int,
     *, enable_keyspace_events: bool = False, zmq_server: ZmqServer | None = None, db_persistence: bool = False,
+    pending_limit: int | None = None,
 ) -> Consumer:
     """The consumer of one configured table. State tables report delete-then-set exactly, so a
     capture replays exactly and the pending map sees what really happened; state and queue
     tables are popped through a ReliablePop. Subscriber tables read Redis themselves and lose
     nothing to a pop; notifications are pushed, never stored (at most once); zmq tables get what
-    `zmq_server` receives for them (kept in memory only: at most once, as in C++)."""
+    `zmq_server` receives for them (kept in memory only: at most once, as in C++), the server
+    reading no further while `pending_limit` of them wait to be popped."""
     if kind == "subscriber":
         return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
     if kind == "notification":
@@ -464,7 +483,10 @@ def make_consumer(
     if kind == "zmq":
         if zmq_server is None:
             raise ValueError(f"zmq table {table} needs its endpoint's ZmqServer")
-        return ZmqConsumerStateTable(db, table, zmq_server, pop_batch_size, priority, db_persistence=db_persistence)
+        return ZmqConsumerStateTable(
+            db, table, zmq_server, pop_batch_size, priority, db_persistence=db_persistence,
+            **({"max_waiting": pending_limit} if pending_limit else {}),
+        )
     if kind == "state":
         return ConsumerStateTable(db, table, pop_batch_size, priority, track_deletes=True)
     return ConsumerTable(db, table, pop_batch_size, priority)

@@ -303,8 +303,9 @@ class RedisConnection(asyncio.Protocol):
             return True
         if self._pending or self._corked is not None or self._fileno < 0:  # owed replies, or not connected
             return False
-        readable, _, _ = select.select([self._fileno], [], [], 0)
-        return bool(readable)
+        poller = select.poll()  # not select(): a descriptor past 1,023 is out of its range
+        poller.register(self._fileno, select.POLLIN)
+        return bool(poller.poll(0))
 
     async def request(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send `commands` and return one reply each, in order; error replies are exceptions in the

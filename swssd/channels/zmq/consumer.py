@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import structlog
 
 from ...fields import KeyOpFieldsValues
@@ -15,6 +17,9 @@ log = structlog.get_logger(__name__)
 
 #: ZmqConsumerStateTable::DEFAULT_POP_BATCH_SIZE
 DEFAULT_POP_BATCH_SIZE = 128
+#: changes received and not popped above which the server stops reading (the daemon passes the
+#: table's pending_limit)
+DEFAULT_MAX_WAITING = 100_000
 
 
 class ZmqConsumerStateTable(Selectable, TableBase):
@@ -28,6 +33,11 @@ class ZmqConsumerStateTable(Selectable, TableBase):
     as the C++ AsyncDBUpdater does (SET replaces the entry, DEL removes it), by a task of its own.
 
     It has no pub/sub subscription: the server wakes Select when changes arrive.
+
+    While more than `max_waiting` changes wait to be popped (Select passes the table over while
+    its pending work is at its limit), the server stops reading until half of them are popped:
+    the producers' queues fill instead of this process. `change_bytes` estimates the message
+    bytes a change takes (rising at once, falling slowly), for bounds in bytes on what was popped.
     """
 
     def __init__(
@@ -38,6 +48,7 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         pop_batch_size: int = DEFAULT_POP_BATCH_SIZE,
         priority: int = 0,
         db_persistence: bool = False,
+        max_waiting: int = DEFAULT_MAX_WAITING,
     ) -> None:
         if pop_batch_size < 1:
             log.error("invalid pop batch size; using the default", given=pop_batch_size, used=DEFAULT_POP_BATCH_SIZE)
@@ -50,6 +61,14 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         self.db_name = db.name
         #: changes received
         self.received = 0
+        self.max_waiting = max(1, max_waiting)
+        #: message bytes a change took, recently (see the class docstring)
+        self.change_bytes = 0
+        #: [changes, bytes] of each hand-over not fully popped yet, oldest first
+        self._sizes: deque[list[int]] = deque()
+        self._holding = False
+        #: held by pause_reading() (its table's pending work at its limit)
+        self._pause_token: object | None = None
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
         server.register(self.db_name, name, self)
 
@@ -74,14 +93,24 @@ class ZmqConsumerStateTable(Selectable, TableBase):
 
     # -- the server's side --------------------------------------------------------------
 
-    def handle_received(self, changes: list[KeyOpFieldsValues]) -> None:
-        """Changes of one message, from the server (on the event loop; never blocks)."""
+    def handle_received(self, changes: list[KeyOpFieldsValues], size: int = 0) -> None:
+        """Changes the server read, and the bytes of their messages (on the event loop; never
+        blocks); the bytes go back to the server with server.release() as they are popped."""
         if not changes:
             return
         buffer = self._buffer
         woken = bool(buffer)  # Select was woken when the buffer stopped being empty
         buffer.extend(changes)
-        self.received += len(changes)
+        n = len(changes)
+        self.received += n
+        if size:
+            self._sizes.append([n, size])
+            per = size // n
+            cb = self.change_bytes
+            self.change_bytes = per if per > cb else cb + ((per - cb) >> 4)
+        if len(buffer) >= self.max_waiting and not self._holding:
+            self._holding = True
+            self.server.hold(self)
         updater = self._updater
         if updater is not None:
             for key, op, fvs in changes:
@@ -98,13 +127,57 @@ class ZmqConsumerStateTable(Selectable, TableBase):
         if n <= self.pop_batch_size:
             out = list(buffer)
             buffer.clear()
-            return out
-        popleft = buffer.popleft
-        return [popleft() for _ in range(self.pop_batch_size)]
+        else:
+            popleft = buffer.popleft
+            out = [popleft() for _ in range(self.pop_batch_size)]
+        if self._sizes or self._holding:
+            self._popped(len(out))
+        return out
 
     async def pop(self) -> KeyOpFieldsValues | None:
         """The oldest change; None when none waits."""
-        return self._buffer.popleft() if self._buffer else None
+        if not self._buffer:
+            return None
+        change = self._buffer.popleft()
+        if self._sizes or self._holding:
+            self._popped(1)
+        return change
+
+    def pause_reading(self) -> None:
+        """The table's pending work is at its limit: the server reads nothing more (for any of
+        its tables) until resume_reading(), so the producers' queues fill, not this process."""
+        if self._pause_token is None:
+            self._pause_token = object()
+            self.server.hold(self._pause_token)
+
+    def resume_reading(self) -> None:
+        """Undo pause_reading()."""
+        token, self._pause_token = self._pause_token, None
+        if token is not None:
+            self.server.unhold(token)
+
+    def _popped(self, count: int) -> None:
+        """Give the server back the bytes of `count` popped changes; let it read again once
+        half of max_waiting is left."""
+        sizes = self._sizes
+        freed = 0
+        while count and sizes:
+            chunk = sizes[0]
+            if chunk[0] <= count:
+                count -= chunk[0]
+                freed += chunk[1]
+                sizes.popleft()
+            else:
+                part = chunk[1] * count // chunk[0]
+                chunk[0] -= count
+                chunk[1] -= part
+                freed += part
+                count = 0
+        if freed:
+            self.server.release(freed)
+        if self._holding and len(self._buffer) <= self.max_waiting // 2:
+            self._holding = False
+            self.server.unhold(self)
 
     def db_updater_queue_size(self) -> int:
         """Changes not yet persisted (C++ dbUpdaterQueueSize); an error without persistence."""
@@ -129,6 +202,12 @@ class ZmqConsumerStateTable(Selectable, TableBase):
     async def close(self) -> None:
         """Stop receiving (unregister from the server) and persist what is queued."""
         self.server.unregister(self.db_name, self.name)
+        self.resume_reading()
+        if self._holding:
+            self._holding = False
+            self.server.unhold(self)
+        self.server.release(sum(size for _n, size in self._sizes))
+        self._sizes.clear()
         if self._updater is not None:
             await self._updater.close()
 

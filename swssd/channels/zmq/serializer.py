@@ -125,12 +125,28 @@ def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> byte
             data = b"".join((known[0], head, pack(len(k)), k, known[1]))
         else:
             n = len(fvs)
-            parts = [_COUNT_PAIRS[n]]
-            for field, value in fvs:
-                f = field.encode()
-                v = value.encode()
-                parts += (pack(len(f)), f, pack(len(v)), v)
-            tail = b"".join(parts)
+            # As text first: a length prefix per string from a table, one join, one encode
+            # (half the time of encoding and packing each string); ASCII under 256 bytes a
+            # string only, where characters are bytes.
+            lens = _LENGTHS
+            text = None
+            if n < 1024:
+                try:
+                    tparts = [_COUNT_TEXTS[n]]
+                    for field, value in fvs:
+                        tparts += (lens[len(field)], field, lens[len(value)], value)
+                    text = "".join(tparts)
+                except IndexError:
+                    text = None
+            if text is not None and text.isascii():
+                tail = text.encode()
+            else:
+                parts = [_COUNT_PAIRS[n]]
+                for field, value in fvs:
+                    f = field.encode()
+                    v = value.encode()
+                    parts += (pack(len(f)), f, pack(len(v)), v)
+                tail = b"".join(parts)
             count = pack(n + 2)
             if pairs and len(tail) <= _TAIL_BYTES:
                 if len(_encoded) >= _TAILS:
@@ -184,6 +200,9 @@ def _string(data: bytes) -> bytes:
 
 #: a field count as its length-prefixed decimal text, for the counts of most changes
 _COUNT_PAIRS = [_string(str(n).encode()) for n in range(1024)]
+#: the length prefix of a string of n < 256 bytes, and _COUNT_PAIRS, as latin-1 text
+_LENGTHS = [_pack(n).decode("latin-1") for n in range(256)]
+_COUNT_TEXTS = [c.decode("latin-1") for c in _COUNT_PAIRS]
 
 
 def read_header(data: bytes) -> tuple[str, str]:
@@ -215,14 +234,21 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
     does not match the message, a field count that is not decimal digits, a change whose fields
     are cut off, bytes after the last pair; MessageTooLargeError for MAX_MESSAGE_SIZE bytes or more.
     """
+    global _shape_pause
     if not isinstance(data, bytes):
         data = bytes(data)
     size = len(data)
-    shape = _shapes.get(size)
-    if shape is not None and data.isascii():
-        known = _read_known(data, shape)
-        if known is not None:
-            return known
+    if _shape_pause:
+        _shape_pause -= 1
+    else:
+        shape = _shapes.get(size)
+        if shape is not None and data.isascii():
+            known = _read_known(data, shape)
+            _judge_shapes(known is not None)
+            if known is not None:
+                return known
+        else:
+            _judge_shapes(False)
     if size >= MAX_MESSAGE_SIZE:
         raise MessageTooLargeError(
             f"message of {size} bytes; the C++ library receives less than {MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT)"
@@ -237,68 +263,28 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
             f"pair count {count} needs at least {SIZE_T + 2 * SIZE_T * count} bytes, the message has {size}"
         )
     try:
-        db, table, changes, end = _read(data, count)
+        db, table, changes, end = _read(data, count) if size < _LARGE else _read_large(data, count)
     except (struct.error, OverflowError, _Cut):
         end = -1
+    if size >= _LARGE and end == size:
+        return db, table, changes  # decoded as UTF-8 already
     if end != size:
         _split(data, size, count * 2)  # says precisely what is wrong
         raise MalformedMessageError("inconsistent message")  # not reached: _split raised
     if not data.isascii():
         if not data[SIZE_T:].isascii():
             return _redecode(db), _redecode(table), [_redecode_change(c) for c in changes]
-    elif count <= _SHAPE_PAIRS:
+    elif count <= _SHAPE_PAIRS and size <= _SHAPE_BYTES and not _shape_pause and size not in _shapes:
         if len(_shapes) >= _SHAPES:
             _shapes.clear()
         _shapes[size] = _shape_of(data, count)
     return db, table, changes
 
 
-# -- one-change messages of a known tail --------------------------------------------------------
-#
-# Every set() and delete() is a message of one change: count | db | table | key | then the
-# field count and the fields, "the tail". A producer often repeats few tails (a route table: a
-# few next-hop groups), so the server keeps the tails of valid one-change messages it read
-# (remember_tail) with what they mean. A message that starts with the (db, table) pair expected,
-# has any key and then a tail kept, with the pair count that went with that tail, is exactly
-# that key with those fields: read_one() takes it apart in a few C calls, decoding only the key.
-# The changes read so share the field tuples (immutable); each has its own list.
-
-#: tails kept at most (then forgotten all at once), and the longest tail worth keeping
+#: tails kept at most (then forgotten all at once), and the longest tail worth keeping (the
+#: producer's kept encodings of serialize_one() use the same bounds)
 _TAILS = 2048
 _TAIL_BYTES = 1024
-#: tail -> (the message's first 8 bytes: its pair count, op, field/value pairs)
-_tails: dict[bytes, tuple[bytes, str, tuple[tuple[str, str], ...]]] = {}
-
-
-def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
-    """The change of a one-change message of the table whose header() is `head`, when its tail
-    was kept by remember_tail(); None for any other message, which deserialize() then reads or
-    rejects."""
-    start = SIZE_T + len(head)  # the key's length
-    if not (start + SIZE_T <= len(data) < MAX_MESSAGE_SIZE and data.startswith(head, SIZE_T)):
-        return None
-    key_start = start + SIZE_T
-    key_end = key_start + _unpack_from(data, start)[0]
-    known = _tails.get(data[key_end:])  # empty (never kept) when the key runs past the end
-    if known is None or not data.startswith(known[0]):
-        return None
-    return tuple.__new__(
-        KeyOpFieldsValues, (data[key_start:key_end].decode(_ENCODING, _ERRORS), known[1], list(known[2]))
-    )
-
-
-def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
-    """Keep the tail of `data`, a one-change message deserialize() read as `change`, for
-    read_one(). Only for that: any other message would teach read_one() wrong changes."""
-    unpack_from = _unpack_from
-    pos = 2 * SIZE_T + unpack_from(data, SIZE_T)[0]  # past the db name
-    pos += SIZE_T + unpack_from(data, pos)[0]  # the table name
-    pos += SIZE_T + unpack_from(data, pos)[0]  # the key
-    if len(data) - pos > _TAIL_BYTES:
-        return
-    if len(_tails) >= _TAILS:
-        _tails.clear()
-    _tails[data[pos:]] = (data[:SIZE_T], change[1], tuple(change[2]))
 
 
 # -- messages of a known shape ------------------------------------------------------------------
@@ -312,8 +298,28 @@ def remember_tail(data: bytes, change: KeyOpFieldsValues) -> None:
 
 #: at most this many layouts are kept (then forgotten all at once)
 _SHAPES = 1024
-#: only messages of at most this many pairs are worth a layout
+#: only messages of at most this many pairs and bytes are worth a layout (a large message is
+#: read in time proportional to its bytes either way)
 _SHAPE_PAIRS = 32
+_SHAPE_BYTES = 4096
+#: A kept layout is never replaced by another of its size (values whose lengths vary would
+#: replace it on every message: building a layout costs four readings). The layouts are judged
+#: every _SHAPE_JUDGE messages: when fewer than a third were read with one, they are forgotten
+#: and neither looked up nor kept for the next _SHAPE_PAUSE messages.
+_SHAPE_JUDGE = 512
+_SHAPE_PAUSE = 16384
+_shape_tries = _shape_hits = _shape_pause = 0
+
+
+def _judge_shapes(hit: bool) -> None:
+    global _shape_tries, _shape_hits, _shape_pause
+    _shape_tries += 1
+    _shape_hits += hit
+    if _shape_tries >= _SHAPE_JUDGE:
+        if _shape_hits * 3 < _shape_tries:
+            _shape_pause = _SHAPE_PAUSE
+            _shapes.clear()
+        _shape_tries = _shape_hits = 0
 
 _Shape: TypeAlias = tuple[
     Callable[[bytes], tuple[Any, ...]],  # lengths reader
@@ -390,12 +396,22 @@ _COUNT_VALUES = {str(n): n for n in range(1024)}
 _last_head: tuple[bytes, str, str] = (bytes(2 * SIZE_T), "", "")  # ("", ""): right as it stands
 
 
+#: (length and name as latin-1 text, the name) of the fields of the last change read, in order:
+#: a table's changes mostly name the same fields, so a field is recognised with one comparison
+#: and its name shared, not sliced again (as the changes of one message share nothing else)
+_names: list[tuple[str, str]] = []
+_NAMES = 64
+_NAME_BYTES = 64
+
+
 def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
     """The message read in one pass, optimistically: a length past the end surfaces as
     struct.error (a length that cannot be read) or as an end position other than the message's
     size, and deserialize() then re-checks it precisely. Strings are sliced out of the message
     decoded 1:1 (latin-1), exact for ASCII; deserialize() re-decodes the rest as UTF-8."""
     text = data.decode("latin-1")
+    startswith = text.startswith
+    names = _names
     unpack_from = _unpack_from
     new = tuple.__new__
     kind = KeyOpFieldsValues
@@ -439,11 +455,27 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
         if fields:
             fvs: list[tuple[str, str]] = []
             add = fvs.append
-            for _ in range(fields):
+            known = len(names)
+            for i in range(fields):
+                if i < known:
+                    prefix, field = names[i]
+                    if startswith(prefix, pos):  # the field (and its length) of the last change
+                        pos += len(prefix)
+                        n = unpack_from(data, pos)[0]
+                        pos += SIZE_T
+                        add((field, text[pos:pos + n]))
+                        pos += n
+                        continue
                 n = unpack_from(data, pos)[0]
-                pos += SIZE_T
-                field = text[pos:pos + n]
-                pos += n
+                end = pos + SIZE_T + n
+                field = text[pos + SIZE_T:end]
+                if n <= _NAME_BYTES and end <= len(text):
+                    if i < known:
+                        names[i] = (text[pos:end], field)
+                    elif i < _NAMES:
+                        names.append((text[pos:end], field))
+                        known += 1
+                pos = end
                 n = unpack_from(data, pos)[0]
                 pos += SIZE_T
                 add((field, text[pos:pos + n]))
@@ -451,6 +483,46 @@ def _read(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], i
             append(new(kind, (key, SET_COMMAND, fvs)))
         else:
             append(new(kind, (key, DEL_COMMAND, [])))
+    return db, table, out, pos
+
+
+#: messages this large are read string by string, each decoded from the message's buffer once
+#: (no decoding of the whole message first, no copy of a value's bytes): a 1 MB value costs one
+#: copy, not three, and the event loop is held that much less
+_LARGE = 64 * 1024
+
+
+def _read_large(data: bytes, count: int) -> tuple[str, str, list[KeyOpFieldsValues], int]:
+    """_read() for large messages (any text): a length past the end raises _Cut."""
+    view = memoryview(data)
+    size = len(data)
+    pos = SIZE_T
+
+    def string() -> str:
+        nonlocal pos
+        n = _unpack_from(data, pos)[0]
+        start = pos + SIZE_T
+        pos = start + n
+        if pos > size:
+            raise _Cut
+        return str(view[start:pos], _ENCODING, _ERRORS)
+
+    db = string()
+    table = string()
+    out: list[KeyOpFieldsValues] = []
+    left = count - 1
+    while left > 0:
+        key = string()
+        try:
+            fields = _count_of(string())
+        except MalformedMessageError:
+            raise _Cut from None
+        left -= 1 + fields
+        if left < 0:
+            raise _Cut
+        fvs = [(string(), string()) for _ in range(fields)]
+        out.append(tuple.__new__(KeyOpFieldsValues, (key, SET_COMMAND if fields else DEL_COMMAND, fvs)))
+    view.release()
     return db, table, out, pos
 
 

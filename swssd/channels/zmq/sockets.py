@@ -17,6 +17,16 @@ Neither end uses a thread. The client sends with ZMQ_DONTWAIT (a full queue is t
 to wait); the server's socket is watched by the event loop through its ZMQ_FD, as pyzmq's asyncio
 sockets do, and every wake-up drains what is queued, so a burst costs one wake-up, not a future
 per message. A server (and a consumer's persistence) needs the running event loop.
+
+What a server holds is bounded, so a peer can neither starve the process nor grow it without
+limit: its connections (`max_peers`, peers.py), a message's size (ZMQ_MAXMSGSIZE: a frame that
+declares more than the C++ limit closes its connection before anything is allocated), libzmq's
+queue (`receive_hwm` messages a connection, not C++'s 10,000: libzmq counts messages, not bytes,
+and 10,000 of 1 MB each is 10 GB), and the bytes of what it read and its consumers did not pop
+yet (`max_buffer_bytes`). While those bytes are over the bound, or a consumer holds more
+changes than it may (its table is paused), the server stops reading: libzmq's queue fills, then
+the TCP window, then the peer's send queue, whose sends then fail with EAGAIN and are retried,
+as against a C++ server that does not keep up.
 """
 
 from __future__ import annotations
@@ -31,13 +41,14 @@ import zmq
 
 from ...errors import SwssdError
 from ...fields import KeyOpFieldsValues
+from .endpoints import check_ipc_path, warn_if_exposed
+from .one_change import read_one, read_single, remember_tail
+from .peers import PeerGuard
 from .serializer import (
     MAX_MESSAGE_SIZE,
     MessageTooLargeError,
     ZmqMessageError,
     header,
-    read_one,
-    remember_tail,
     serialize,
 )
 from .serializer import deserialize as _deserialize
@@ -56,8 +67,18 @@ ORCH_ZMQ_PORT = 8100
 _KEEPALIVE = (
     (zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5), (zmq.TCP_KEEPALIVE_INTVL, 1), (zmq.TCP_KEEPALIVE_CNT, 5)
 )
-#: messages taken off the server socket before letting other tasks run
+#: messages a server's connection queues in libzmq while the server does not read (ZMQ_RCVHWM):
+#: what bounds libzmq's memory, with the message size, when reading is paused. The reader tells
+#: libzmq's thread every half of it that it read on (a command each time): 64 costs nothing
+#: measurable against C++'s 10,000, 16 costs 0.3-0.4 us a message (measured: main-thread CPU per
+#: change, a C++ producer, 100,000 one-change messages); the daemon takes 16 (zmq_receive_hwm),
+#: for its memory with 1 MB messages.
+RECEIVE_HWM = 64
+#: bytes of received changes not popped yet, per server, above which it stops reading
+BUFFER_BYTES = 8 * 1024 * 1024
+#: messages (and bytes) taken off the server socket before letting other tasks run
 _BURST = 512
+_BURST_BYTES = 256 * 1024  # a 1 MB message is a burst: the Redis tables' turns come between
 _NONE: dict[str, ZmqMessageHandler] = {}
 #: libzmq's send, without pyzmq's Python-level wrapper (routing ids, groups, Frame handling: none
 #: apply to bytes on a PUSH socket); a third of a small message's send time
@@ -79,9 +100,10 @@ class ZmqSendError(SwssdError, OSError):
 
 
 class ZmqMessageHandler(Protocol):
-    """What a server hands the changes of one (db, table) to."""
+    """What a server hands the changes of one (db, table) to: the changes, and the bytes of the
+    messages they came in, which the handler gives back with ZmqServer.release() once popped."""
 
-    def handle_received(self, changes: list[KeyOpFieldsValues]) -> None: ...
+    def handle_received(self, changes: list[KeyOpFieldsValues], size: int = 0) -> None: ...
 
 
 def _apply_common(sock: zmq.Socket[bytes], vrf: str | None) -> None:
@@ -224,11 +246,34 @@ class ZmqServer:
     receive thread). Neither stops the server.
 
     Create and bind it with the event loop running; `lazy_bind=True` leaves binding to `bind()`.
+    `max_peers` bounds its connections (None: no bound); `max_buffer_bytes` the bytes of what it
+    read and was not popped yet (module docstring). An `ipc://` path a live server holds, or that
+    names a file that is not a socket, is not bound (OSError; the file is left as it is).
     """
 
-    def __init__(self, endpoint: str, vrf: str | None = None, lazy_bind: bool = False) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        vrf: str | None = None,
+        lazy_bind: bool = False,
+        *,
+        max_peers: int | None = None,
+        max_buffer_bytes: int = BUFFER_BYTES,
+        receive_hwm: int = RECEIVE_HWM,
+    ) -> None:
         self.endpoint = endpoint
         self.vrf = vrf
+        self.max_peers = max_peers
+        self.max_buffer_bytes = max_buffer_bytes
+        self.receive_hwm = receive_hwm
+        #: bytes of received changes the consumers hold (not popped yet)
+        self.buffered = 0
+        #: times reading stopped because of what the consumers held
+        self.pauses = 0
+        #: consumers over their own bound: reading waits for them
+        self._held: set[object] = set()
+        self._reading = False
+        self._peers: PeerGuard | None = None
         #: messages taken off the socket
         self.received = 0
         #: changes handed to consumers
@@ -269,6 +314,56 @@ class ZmqServer:
         if not tables:
             self._handlers.pop(db_name, None)
 
+    # -- flow control -------------------------------------------------------------------
+
+    def hold(self, holder: object) -> None:
+        """`holder` (a consumer, or its paused table) may take no more: stop reading until
+        unhold(holder)."""
+        self._held.add(holder)
+        self._pause()
+
+    def unhold(self, holder: object) -> None:
+        """Undo hold(); reading resumes when nothing else holds it."""
+        self._held.discard(holder)
+        self._resume()
+
+    def release(self, size: int) -> None:
+        """`size` bytes of what handle_received() was given were popped: no longer held."""
+        self.buffered = max(0, self.buffered - size)
+        if not self._reading and self.buffered < self.max_buffer_bytes // 2:
+            self._resume()
+
+    @property
+    def paused(self) -> bool:
+        """Whether reading is stopped because of what the consumers hold."""
+        return self._socket is not None and not self._reading
+
+    def _over(self) -> bool:
+        return bool(self._held) or self.buffered >= self.max_buffer_bytes
+
+    def _pause(self) -> None:
+        if self._reading and self._loop is not None:
+            self._reading = False
+            self.pauses += 1
+            self._loop.remove_reader(self._fd)  # the fd stays readable while nothing is read
+
+    def _resume(self) -> None:
+        if self._reading or self._socket is None or self._loop is None or self._over():
+            return
+        self._reading = True
+        self._loop.add_reader(self._fd, self._drain)
+        self._loop.call_soon(self._drain)  # edge-triggered: what waits is not signalled again
+
+    @property
+    def peers(self) -> int:
+        """Connections held."""
+        return self._peers.peers if self._peers is not None else 0
+
+    @property
+    def refused_peers(self) -> int:
+        """Connections refused because max_peers was reached."""
+        return self._peers.refused if self._peers is not None else 0
+
     # -- the socket ---------------------------------------------------------------------
 
     def bind(self) -> None:
@@ -276,10 +371,12 @@ class ZmqServer:
         if self._socket is not None:
             raise RuntimeError(f"ZmqServer has already been bound to the endpoint: {self.endpoint}")
         loop = asyncio.get_running_loop()
+        check_ipc_path(self.endpoint)
         context = zmq.Context()
         sock = context.socket(zmq.PULL)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RCVHWM, HIGH_WATER_MARK)
+        sock.setsockopt(zmq.RCVHWM, self.receive_hwm)
+        sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE - 1)  # what C++ can send at most
         _apply_common(sock, self.vrf)
         try:
             sock.bind(self.endpoint)
@@ -291,13 +388,14 @@ class ZmqServer:
         self._socket = sock
         self._loop = loop
         self._where = self.last_endpoint or self.endpoint
+        self._peers = PeerGuard(sock, self._where, self.max_peers)
         # The event loop watches the socket's notification fd itself (what pyzmq's asyncio
         # sockets do underneath), and a wake-up drains every message waiting: no future, no
         # task switch per message.
         self._fd = cast(int, sock.getsockopt(zmq.FD))
-        loop.add_reader(self._fd, self._drain)
-        loop.call_soon(self._drain)  # the fd is edge-triggered: look once now
-        log.info("zmq server bound", endpoint=self._where)
+        self._resume()
+        log.info("zmq server bound", endpoint=self._where, max_peers=self.max_peers)
+        warn_if_exposed(self._where)
 
     @property
     def bound(self) -> bool:
@@ -316,16 +414,21 @@ class ZmqServer:
         burst at once, in order.
 
         A one-change message of the table the previous message went to, with fields seen
-        before, is read by read_one() (most of a producer's set() calls); any other by
-        deserialize(), which also routes it and says what is wrong with a malformed one. When
-        read_one() finds too little (every message its own fields, or many changes a message),
-        it is not tried for a while: trying and keeping tails would cost more than it saves."""
+        before, is read by read_one() (most of a producer's set() calls); with other values, by
+        read_single() (one pass, any values); any other by deserialize(), which also routes it
+        and says what is wrong with a malformed one. When read_one() finds too little (every
+        message its own values, or many changes a message), it is not tried for a while: trying
+        and keeping tails would cost more than it saves."""
         sock = self._socket
-        if sock is None:
+        if sock is None or not self._reading:
+            return
+        if self._over():
+            self._pause()
             return
         recv = sock.recv
         read = _deserialize
         fast = read_one
+        single = read_single
         remember = remember_tail
         learn = self._fast_pause <= 0
         handlers = self._handlers
@@ -335,13 +438,14 @@ class ZmqServer:
         # the header() of the table the last message went to (kept from the last burst while
         # no consumer comes or goes) when read_one() is tried, and that table's changes
         head: bytes | None = None
+        route: bytes | None = None  # that header, whether read_one() is tried or not
         target: list[KeyOpFieldsValues] = []
         if self._route is not None:
-            head, handler = self._route
+            route, handler = self._route
             target = burst[handler] = []
-            if not learn:
-                head = None
-        received = slow = 0
+            if learn:
+                head = route
+        received = slow = total = kept = 0
         more = True
         try:
             for _ in range(_BURST):
@@ -351,12 +455,27 @@ class ZmqServer:
                     more = False  # drained: the fd signals again when more arrives
                     break
                 received += 1
+                size = len(data)
+                total += size
                 if head is not None:
                     change = fast(data, head)
                     if change is not None:
                         target.append(change)
+                        kept += size
+                        if total >= _BURST_BYTES:
+                            break
                         continue
                 slow += 1
+                if route is not None:
+                    change = single(data, route)
+                    if change is not None:
+                        if learn:
+                            remember(data, change)
+                        target.append(change)
+                        kept += size
+                        if total >= _BURST_BYTES:
+                            break
+                        continue
                 try:
                     db_name, table_name, changes = read(data)
                 except ZmqMessageError as exc:
@@ -366,16 +485,20 @@ class ZmqServer:
                     found = handlers.get(db_name, _NONE).get(table_name)
                     if found is None:
                         self._unrouted(db_name, table_name)
-                        last_db = last_table = head = self._route = None
+                        last_db = last_table = head = route = self._route = None
                         continue
                     target = burst.setdefault(found, [])
                     last_db, last_table = db_name, table_name
                     self._route = (header(db_name, table_name), found)
+                    route = self._route[0]
                     if learn:
-                        head = self._route[0]
+                        head = route
                 if learn and len(changes) == 1:
                     remember(data, changes[0])
                 target += changes
+                kept += size
+                if total >= _BURST_BYTES:
+                    break
         except zmq.ZMQError as exc:
             more = False
             if exc.errno != zmq.ETERM:
@@ -384,16 +507,26 @@ class ZmqServer:
         finally:
             self.received += received
             self._judge_fast(received, slow, learn)
-            for handler, changes in burst.items():
-                if not changes:
-                    continue
-                self.changes += len(changes)
-                try:
-                    handler.handle_received(changes)
-                except Exception:  # a consumer's surprise must not stop the server
-                    log.exception("zmq message handler failed", endpoint=self._where)
-        if more:
+            self._hand_over(burst, kept)
+        if self._over():
+            self._pause()  # _resume() looks again
+        elif more:
             self._loop.call_soon(self._drain)  # type: ignore[union-attr]  # more may wait, unsaid
+
+    def _hand_over(self, burst: dict[ZmqMessageHandler, list[KeyOpFieldsValues]], kept: int) -> None:
+        """Each consumer its changes of a burst, with its share of the burst's bytes (by changes)."""
+        count = sum(len(changes) for changes in burst.values())
+        if not count:
+            return
+        self.changes += count
+        self.buffered += kept
+        for handler, changes in burst.items():
+            if not changes:
+                continue
+            try:
+                handler.handle_received(changes, kept * len(changes) // count)
+            except Exception:  # a consumer's surprise must not stop the server
+                log.exception("zmq message handler failed", endpoint=self._where)
 
     def _judge_fast(self, received: int, slow: int, tried: bool) -> None:
         """Pause read_one() for _FAST_PAUSE messages when, over the last _FAST_JUDGE messages it
@@ -430,9 +563,13 @@ class ZmqServer:
     async def close(self) -> None:
         """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
         sock, self._socket = self._socket, None
+        if self._peers is not None:
+            self._peers.close()
         if sock is not None:
             assert self._loop is not None  # bind() set it with the socket
-            self._loop.remove_reader(self._fd)
+            if self._reading:
+                self._loop.remove_reader(self._fd)
+            self._reading = False
             sock.close(0)
         if self._context is not None:
             self._context.term()
