@@ -24,6 +24,7 @@ from ..lua import (
 from ..redis.connector import DBConnector, ScriptCall
 from ..redis.send_ahead import SendAhead
 from .table import Table, TableBase, TableDump
+from .temp_view import temp_view_difference
 
 log = structlog.get_logger(__name__)
 
@@ -181,31 +182,7 @@ class ProducerStateTable(TableBase):
         target = self._temp_view
         await self.clear()
         current = await Table(self.db, self.name).dump()
-        keys_to_set: list[str] = []
-        keys_to_del: list[str] = []
-        for key in sorted(current):
-            old = current[key]
-            new = target.get(key)
-            if new is None:
-                keys_to_del.append(key)
-                keys_to_set.append(key)
-                continue
-            need_del = need_set = False
-            for field in sorted(old):
-                if field not in new:
-                    need_del = need_set = True
-                    break
-                if new[field] != old[field]:
-                    need_set = True
-            if len(new) > len(old):
-                need_set = True
-            if need_del:
-                keys_to_del.append(key)
-            if need_set:
-                keys_to_set.append(key)
-            else:
-                del target[key]
-        keys_to_set += [k for k in sorted(target) if k not in current]
+        keys_to_set, keys_to_del = temp_view_difference(current, target)
 
         script_keys = [self.channel, self.key_set, self.del_set]
         args: list[str | int] = ["G", len(keys_to_set), *keys_to_set, len(keys_to_del), *keys_to_del]

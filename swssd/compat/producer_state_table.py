@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..channels.config_entries import cpp_order
+from ..channels.temp_view import temp_view_difference
 from ..lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET, TABLE_DUMP, Script
 from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
 from .dbconfig import SonicDBConfig
@@ -132,30 +133,7 @@ class ProducerStateTable(TableBase):
         dumped = json.loads(self._pipe.connection.evalsha(TABLE_DUMP, [self.getTableName()], ["''"]))
         start = len(self.getTableName()) + 1
         current = {key[start:]: {f: v for f, v in fields.items() if f != "NULL"} for key, fields in dumped.items()}
-        keys_to_set: list[str] = []
-        keys_to_del: list[str] = []
-        for key in sorted(current, key=cpp_order):
-            old, new = current[key], target.get(key)
-            if new is None:
-                keys_to_del.append(key)
-                keys_to_set.append(key)
-                continue
-            need_del = need_set = False
-            for field in sorted(old, key=cpp_order):
-                if field not in new:
-                    need_del = need_set = True
-                    break
-                if new[field] != old[field]:
-                    need_set = True
-            if len(new) > len(old):
-                need_set = True
-            if need_del:
-                keys_to_del.append(key)
-            if need_set:
-                keys_to_set.append(key)
-            else:
-                del target[key]
-        keys_to_set += [key for key in sorted(target, key=cpp_order) if key not in current]
+        keys_to_set, keys_to_del = temp_view_difference(current, target)
         script_keys = [self._channel, self._key_set, self._del_set]
         args: list[Any] = ["G", len(keys_to_set), *keys_to_set, len(keys_to_del), *keys_to_del]
         for key in sorted(target, key=cpp_order):
