@@ -9,7 +9,7 @@ compatibility layer: pure functions, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias, overload
 
 ConfigKey: TypeAlias = str | tuple[str, ...]
@@ -100,3 +100,21 @@ def hset_command(hash_key: str, raw: Mapping[Any, str]) -> tuple[str, ...]:
     for field in raw:
         require_str("field name", field)
     return ("HSET", hash_key, *(x for field in sorted(raw, key=cpp_order) for x in (field, raw[field])))
+
+
+def typed_config_to_raw(
+    data: Mapping[str, Mapping[Any, Any] | None], serialize: Callable[[Any], str]
+) -> dict[str, dict[str, dict[Any, str]]]:
+    """mod_config's conversion, as swsscommon's does it: a table given as {} is left out, None
+    becomes {} (the table is deleted), each entry goes through typed_to_raw (None: {}, deleted),
+    keys through `serialize` (the connector's serialize_key)."""
+    raw_config: dict[str, dict[str, dict[Any, str]]] = {}
+    for table_name, table_data in data.items():
+        if table_data == {}:
+            continue
+        raw_config[table_name] = {}
+        if table_data is None:
+            continue
+        for key, entry in table_data.items():
+            raw_config[table_name][serialize(key)] = typed_to_raw(entry)
+    return raw_config

@@ -34,6 +34,7 @@ from .config_entries import (
     raw_to_typed,
     require_str,
     serialize_key,
+    typed_config_to_raw,
     typed_to_raw,
 )
 from .configdb_listener import ConfigDBListening
@@ -192,16 +193,9 @@ class ConfigDBConnector(ConfigDBListening):
         None deletes it and any other value is merged as mod_entry merges it. Tables run in
         std::map order of their names, entries in that of their keys, as the C++ receives them.
         """
-        raw_config: dict[str, dict[str, dict[Any, str]]] = {}
-        for table_name, table_data in data.items():
+        for table_name in data:
             require_str("table name", table_name)
-            if table_data == {}:
-                continue
-            raw_config[table_name] = {}
-            if table_data is None:
-                continue
-            for key, entry in table_data.items():
-                raw_config[table_name][self.serialize_key(key)] = typed_to_raw(entry)
+        raw_config = typed_config_to_raw(data, self.serialize_key)
 
         commands: list[tuple[str, ...]] = []
         for table_name in sorted(raw_config, key=cpp_order):

@@ -23,6 +23,7 @@ from ..channels.config_entries import (
     raw_to_typed,
     require_str,
     serialize_key,
+    typed_config_to_raw,
     typed_to_raw,
 )
 from .connection import RedisError
@@ -243,15 +244,7 @@ class ConfigDBConnector(SonicV2Connector):
     def mod_config(self, data: Mapping[str, Any]) -> None:
         """Write several tables: a table of {} is left alone, None deletes the table, an entry of
         None is deleted, other entries are modified as mod_entry does."""
-        raw_config: RawConfig = {}
-        for table_name, table_data in data.items():
-            if table_data == {}:
-                continue
-            raw_config[table_name] = {}
-            if table_data is None:
-                continue
-            for key, entry in table_data.items():
-                raw_config[table_name][self.serialize_key(key)] = typed_to_raw(entry)
+        raw_config: RawConfig = typed_config_to_raw(data, self.serialize_key)
         _check_types(raw_config)
         self._mod_config_raw(raw_config)
 
