@@ -17,8 +17,10 @@ The producers run here (swssd's library), --rate changes a second in all (defaul
 truth. Every --fault-interval seconds one fault, rotating: CLIENT KILL of every other Redis client
 (the daemon's and the producers', which reconnect), SIGTERM + restart of the daemon (exit 0
 required), SIGKILL + restart, Redis restart (SIGTERM, AOF, same port and socket), Redis frozen by
-SIGSTOP for --freeze seconds then SIGCONT. Producers pause while Redis restarts or clients are
-killed (a write is never cut in the middle, so the truth is exact); a frozen Redis just stalls them.
+SIGSTOP for --freeze seconds then SIGCONT (--faults picks and orders them: with only the Redis
+faults the daemon keeps one pid for the whole run, the longest like-with-like RSS comparison).
+Producers pause while Redis restarts or clients are killed (a write is never cut in the middle, so
+the truth is exact); a frozen Redis just stalls them.
 
 Every --sample-interval seconds (10) the daemon's RSS (VmRSS) and open descriptors (/proc/PID/fd)
 are sampled. The daemon's pid changes at every restart, so samples are kept per lifetime. Flat means:
@@ -376,7 +378,7 @@ class Soak:
         i = 0
         while time.monotonic() + self.args.fault_interval < until:
             await asyncio.sleep(self.args.fault_interval)
-            name = FAULTS[i % len(FAULTS)]
+            name = self.args.faults[i % len(self.args.faults)]
             i += 1
             print(f"  {time.monotonic() - self.t0:7.1f}s fault {name}", flush=True)
             await self.inject(name)
@@ -589,7 +591,7 @@ async def main(args: argparse.Namespace, tmp: Path) -> int:
     try:
         soak = Soak(args, tmp, server, f"tcp://127.0.0.1:{free_port()}")
         soak.config()
-        print(f"soak: {args.minutes} min, a fault every {args.fault_interval:.0f} s ({', '.join(FAULTS)}), "
+        print(f"soak: {args.minutes} min, a fault every {args.fault_interval:.0f} s ({', '.join(args.faults)}), "
               f"{args.rate:.0f} changes/s, work dir {tmp}", flush=True)
         return await soak.run()
     finally:
@@ -601,6 +603,8 @@ def cli() -> int:
     p.add_argument("--minutes", type=float, default=30.0)
     p.add_argument("--fault-interval", type=float, default=60.0)
     p.add_argument("--rate", type=float, default=300.0, help="changes a second, all kinds together")
+    p.add_argument("--faults", type=lambda v: v.split(","), default=list(FAULTS),
+                   help=f"the rotation, comma-separated, of: {','.join(FAULTS)} (all by default)")
     p.add_argument("--sample-interval", type=float, default=10.0)
     p.add_argument("--warmup", type=float, default=30.0, help="seconds after a start before the RSS baseline")
     p.add_argument("--freeze", type=float, default=5.0, help="seconds Redis stays stopped (SIGSTOP)")
@@ -608,6 +612,8 @@ def cli() -> int:
     p.add_argument("--drain", type=float, default=120.0, help="at most this long to wait for the drain")
     p.add_argument("--workdir", type=Path, help="keep logs, records and captures here (default: a temp dir, removed)")
     args = p.parse_args()
+    if not args.faults or set(args.faults) - set(FAULTS):
+        p.error(f"--faults: a comma-separated list of {', '.join(FAULTS)}")
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
         return asyncio.run(main(args, args.workdir.resolve()))
