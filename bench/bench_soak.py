@@ -577,7 +577,11 @@ class Soak:
                     errors[str(e.get("event"))[:100]] += 1
         if errors:
             print("daemon error lines: " + "; ".join(f"{n}x {ev!r}" for ev, n in errors.most_common(8)))
-        print(f"work dir: {self.tmp}")
+        samples = [{"pid": life.pid, "ended_by": life.ended_by, "exit": life.exit,
+                    "samples": [{"age_s": round(a, 1), "rss_kb": r, "fds": f} for a, r, f in life.samples]}
+                   for life in self.lifetimes]
+        (self.tmp / "samples.json").write_text(json.dumps(samples, indent=1))
+        print(f"work dir: {self.tmp} (samples.json: every RSS/fd sample)")
         if self.problems:
             print("\nFAIL:\n  " + "\n  ".join(self.problems))
             return 1
