@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..fields import DEL_COMMAND as DEL_COMMAND
 from ..fields import SET_COMMAND as SET_COMMAND
+from .cfg_schema import *  # noqa: F403 - a SONiC image's binding has cfg_schema.h's CFG_* names (from YANG)
 from .configdb import ConfigDBConnector as ConfigDBConnector
 from .configdb import ConfigDBPipeConnector as ConfigDBPipeConnector
 from .consumer_state_table import ConsumerStateTable as ConsumerStateTable
