@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -56,6 +57,8 @@ DATABASES = {
 #: commands the daemons run, replaced by stubs that log their arguments and succeed
 STUBS = ("systemctl", "service", "sudo", "hostname", "iptables", "ip6tables", "ip", "sysctl", "modprobe",
          "logger", "timedatectl", "chronyc", "ntpq", "docker", "pkill", "killall", "usermod", "useradd")
+#: /etc/sonic/sonic_version.yml as an image has it (db_migrator reads the ASIC type there)
+SONIC_VERSION = "build_version: 'swssd-tools-suite'\nasic_type: vs\ncommit_id: '0'\nbuild_date: ''\nbuilt_by: ''\n"
 #: CONFIG_DB rows every scenario starts from: what a single-ASIC switch's minimal config holds
 BASE_CONFIG = {
     "DEVICE_METADATA|localhost": {"hostname": "sw1", "hwsku": "Force10-S6000", "platform": "x86_64-dell_s6000_s1220-r0",
@@ -213,10 +216,23 @@ HOSTCFGD_CHANGES = [
 
 def scenario_hostcfgd(env: Env, result: Result) -> None:
     """hostcfgd's listen loop: started on the base config, then each change in CONFIG_DB; what it
-    ran (the stubs' log) is its reaction."""
+    ran (the stubs' log) is its reaction. The files it writes land in the run's overlay on /etc.
+    python-ldap, which it imports but does not use for these tables, is an empty module when the
+    interpreter has none (it does not build without the OpenLDAP headers)."""
     paths = [env.trees["host-services"] / "scripts", env.trees["host-services"], env.trees["py-common"],
-             env.trees["utilities"]]
-    command, proc_env = env.command([str(env.trees["host-services"] / "scripts" / "hostcfgd")], paths)
+             env.trees["utilities"], env.scratch / "deps_shim"]
+    (env.scratch / "deps_shim").mkdir()
+    if subprocess.run([env.python, "-c", "import ldap"], capture_output=True).returncode != 0:
+        (env.scratch / "deps_shim" / "ldap.py").write_text('"""python-ldap is not installed here."""\n')
+    if subprocess.run([env.python, "-c", "import M2Crypto"], capture_output=True).returncode != 0:
+        # sonic_installer's Aboot bootloader imports it; hostcfgd only asks which bootloader runs
+        (env.scratch / "deps_shim" / "M2Crypto.py").write_text('"""M2Crypto is not installed here."""\nX509 = None\n')
+    script = env.trees["host-services"] / "scripts" / "hostcfgd"
+    # the image's templates are not in these trees: empty ones, so rendering runs and writes empty files
+    for template in set(re.findall(r"/usr/share/sonic/templates/[\w.-]+\.j2", script.read_text())):
+        Path(template).parent.mkdir(parents=True, exist_ok=True)
+        Path(template).touch()
+    command, proc_env = env.command([str(script)], paths)
     daemon = subprocess.Popen(command, cwd=env.scratch, env=proc_env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -289,7 +305,20 @@ def inside(args: argparse.Namespace) -> int:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", SOCKET_DIR], check=True)
     os.makedirs(f"{SOCKET_DIR}/sonic-db")
+    os.makedirs(f"{SOCKET_DIR}/etc-upper")
+    os.makedirs(f"{SOCKET_DIR}/etc-work")
+    # what the daemons write under /etc stays in this namespace (an overlay whose upper layer is the tmpfs)
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir=/etc,upperdir={SOCKET_DIR}/etc-upper,workdir={SOCKET_DIR}/etc-work", "/etc"], check=True)
     Path(f"{SOCKET_DIR}/sonic-db/database_config.json").write_text(json.dumps(database_config()))
+    os.makedirs("/etc/sonic", exist_ok=True)  # in the overlay: what a SONiC image's build writes
+    Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
+    Path("/etc/sonic/init_cfg.json").write_text("{}")
+    for layer_dir in ("share-upper", "share-work"):
+        os.makedirs(f"{SOCKET_DIR}/{layer_dir}")
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir=/usr/share,upperdir={SOCKET_DIR}/share-upper,workdir={SOCKET_DIR}/share-work",
+                    "/usr/share"], check=True)
     sys.path.insert(0, str(ROOT))
     from swssd.redis.embedded_redis import find_redis_server
 
