@@ -130,3 +130,17 @@ def check_reply_type(reply: object, expected: int, command: str) -> None:
     if got != expected:
         err = str(reply) if got in (REDIS_REPLY_STRING, REDIS_REPLY_ERROR) else "NON-STRING-REPLY"
         raise RuntimeError(f"Expected to get redis type {expected} got type {got}, err: {err}, command: {command}")
+
+
+class RedisReply:
+    """A reply handed to the program (RedisPipeline.push, RedisTransactioner.dequeueReply): the
+    binding hands over an opaque redisReply pointer, never None for a reply, nil included, so
+    None keeps meaning "no reply". `value` is the reply as the hiredis reader decoded it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"RedisReply({self.value!r})"

@@ -17,7 +17,8 @@ from typing import Any
 from ..lua import Script
 from .connection import RedisConnection
 from .dbconnector import DBConnector
-from .redis_command import REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_STATUS, RedisCommand, check_reply_type
+from .redis_command import (REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_STATUS, RedisCommand, RedisReply,
+                            check_reply_type)
 
 Command = tuple[object, ...]
 
@@ -102,10 +103,10 @@ class RedisPipeline:
         self._unread += [(script, command, reply, reply_type)
                          for (script, command), reply, reply_type in zip(queued, replies, expected)]
 
-    def push(self, command: RedisCommand, expectedType: int | None = None) -> Any:
+    def push(self, command: RedisCommand, expectedType: int | None = None) -> RedisReply | None:
         """A program's command: queued when `expectedType` is a status, integer or nil reply (None
         returned; the type checked when it is read), else sent after the waiting writes and its
-        reply returned (the binding returns an opaque redisReply pointer there)."""
+        reply returned (a RedisReply, where the binding returns an opaque redisReply pointer)."""
         if not command.args:
             raise ValueError("RedisPipeline.push of a RedisCommand that was never formatted")
         if expectedType in _QUEUED_TYPES:
@@ -116,16 +117,16 @@ class RedisPipeline:
         reply = self.read(*command.args)
         if expectedType is not None:
             check_reply_type(reply, expectedType, command.toPrintableString())
-        return reply
+        return RedisReply(reply)
 
-    def pop(self) -> Any:
+    def pop(self) -> RedisReply | None:
         """The reply of the oldest waiting command, its type checked (None when nothing waits)."""
         if not self._unread:
             self._send_queued()
         if not self._unread:
             return None
         _, command, reply, reply_type = self._unread.pop(0)
-        return _check(self.connection, reply, command, reply_type)
+        return RedisReply(_check(self.connection, reply, command, reply_type))
 
     def addChannel(self, channel: str) -> None:
         """Publish "G" on `channel` after each flush that sent something (one Lua script for

@@ -2,7 +2,7 @@
 class the binding exposes (its `exec` is `_exec` there, Python 2's keyword renamed by SWIG).
 
 It sends on the DBConnector's own connection, as the C++ does. A reply the binding hands over as an
-opaque redisReply pointer (dequeueReply) is the reply's value here.
+opaque redisReply pointer (dequeueReply) is a RedisReply holding the value here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections import deque
 from typing import Any
 
 from .dbconnector import DBConnector
-from .redis_command import REDIS_REPLY_ARRAY, REDIS_REPLY_STATUS, RedisCommand, check_reply_type, reply_type
+from .redis_command import REDIS_REPLY_ARRAY, REDIS_REPLY_STATUS, RedisCommand, RedisReply, check_reply_type, reply_type
 
 
 class RedisTransactioner:
@@ -20,7 +20,7 @@ class RedisTransactioner:
     def __init__(self, db: DBConnector) -> None:
         self._db = db
         self._expected: deque[int] = deque()
-        self._results: deque[Any] = deque()
+        self._results: deque[RedisReply] = deque()
 
     def multi(self) -> None:
         """Start a transaction (the expected types of an earlier one forgotten)."""
@@ -49,9 +49,9 @@ class RedisTransactioner:
             expected = self._expected.popleft()
             if reply_type(reply) != expected and not (isinstance(reply, str) and expected == REDIS_REPLY_STATUS):
                 raise RuntimeError(f"Got unexpected result: expected redis type {expected}, got {reply!r}")
-        self._results.extend(replies)
+        self._results.extend(RedisReply(reply) for reply in replies)
         return True
 
-    def dequeueReply(self) -> Any:
+    def dequeueReply(self) -> RedisReply | None:
         """The next reply of the last EXEC, None when none is left."""
         return self._results.popleft() if self._results else None

@@ -40,6 +40,7 @@ from .producer_state_table import ProducerStateTable as ProducerStateTable
 from .producer_table import ProducerTable as ProducerTable
 from .pubsub import PubSub as PubSub
 from .redis_command import RedisCommand as RedisCommand
+from .redis_command import RedisReply as RedisReply
 from .redis_pipeline import RedisPipeline as RedisPipeline
 from .redis_transactioner import RedisTransactioner as RedisTransactioner
 from .restart_waiter import RestartWaiter as RestartWaiter
