@@ -396,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, var in (("utilities", "SONIC_UTILITIES_TREE"), ("host-services", "SONIC_HOST_SERVICES_TREE"),
                       ("py-common", "SONIC_PY_COMMON_TREE"), ("config-engine", "SONIC_CONFIG_ENGINE_TREE")):
         parser.add_argument(f"--{name}", default=os.environ.get(var), help=f"a checkout (default ${var})")
-    parser.add_argument("--python", default=sys.executable, help="interpreter with the programs' dependencies")
+    parser.add_argument("--python", default=os.environ.get("SONIC_TOOLS_PYTHON", sys.executable),
+                        help="interpreter with the programs' dependencies (default $SONIC_TOOLS_PYTHON)")
     parser.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     parser.add_argument("--keep", help="write each side's results as JSON into this directory")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
