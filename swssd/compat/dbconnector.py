@@ -29,7 +29,8 @@ def _copy_key(key: SonicDBKey) -> SonicDBKey:
 class DBConnector:
     """DBConnector(dbName, timeout_ms, isTcpConn=False[, netns or SonicDBKey]),
     DBConnector(dbId, hostname, port, timeout_ms), DBConnector(dbId, unixPath, timeout_ms),
-    or DBConnector(other) for a new connection to the same database."""
+    DBConnector(other) for a new connection to the same database, or DBConnector(dbId, other)
+    for one to another database of the same server."""
 
     DEFAULT_UNIXSOCKET = "/var/run/redis/redis.sock"
 
@@ -49,6 +50,11 @@ class DBConnector:
             self._key = _copy_key(other._key)
             self._conn = other._conn.reconnect(other._timeout_ms)
             self._timeout_ms = other._timeout_ms
+        elif len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], DBConnector):
+            db_id, other = args
+            self._dbId = db_id
+            self._conn = other._conn.reconnect(other._timeout_ms)
+            self._timeout_ms = other._timeout_ms
         elif args and isinstance(args[0], str):
             self._connect_by_name(*args)
         elif len(args) == 4 and isinstance(args[0], int):
@@ -62,7 +68,7 @@ class DBConnector:
         else:
             raise TypeError(
                 "DBConnector(dbName, timeout, isTcpConn=False[, netns]), DBConnector(dbId, hostname, port, timeout), "
-                f"DBConnector(dbId, unixPath, timeout) or DBConnector(other), not {args!r}"
+                f"DBConnector(dbId, unixPath, timeout), DBConnector(other) or DBConnector(dbId, other), not {args!r}"
             )
         self._select()
 

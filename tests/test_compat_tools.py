@@ -1,0 +1,269 @@
+"""The call patterns of SONiC's tools that the layer gained for them, against a real redis-server:
+bgpcfgd's bgpmon (RedisCommand pushed into a RedisPipeline), sonic-utilities' portstat
+(CounterTable with PortCounter, gearbox ports included), disk_check (the events publisher),
+config's IFACE_NAME_MAX_LEN and the CFG_* names, and RedisTransactioner. Each scenario runs on the
+layer with fixed expectations, and on the binding too when it is importable: the same results and
+the same Redis state."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat_fixtures import DATABASES, database_config, write_json
+from swssd.compat import gen_cfg_schema
+from swssd.compat import swsscommon as ours_module
+from swssd.compat.dbconfig import SonicDBConfig
+from swssd.redis.embedded_redis import EmbeddedRedis
+from test_configdb_interop import swss_env
+
+_ = swss_env
+
+
+@pytest.fixture
+def sonic_db_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> Iterator[Path]:
+    """The compat fixtures' databases and GB_COUNTERS_DB, where CounterTable reads a gearbox's counters."""
+    path = write_json(tmp_path / "database_config.json",
+                      database_config(clean_redis, {**DATABASES, "GB_COUNTERS_DB": (10, ":")}))
+    SonicDBConfig.reset()
+    SonicDBConfig.initialize(str(path))
+    yield path
+    SonicDBConfig.reset()
+
+#: the scenarios, run here on the layer and in a subprocess on the binding; SWIG's opaque reply
+#: pointers (what the binding's push() returns) are reported as "opaque"
+DRIVER = """
+def value(x):
+    if isinstance(x, (int, str, type(None))):
+        return x
+    if isinstance(x, (list, tuple)):
+        return [value(i) for i in x]
+    return "opaque"
+
+
+def attempt(out, call):
+    try:
+        out.append(("ok", value(call())))
+    except Exception as exc:
+        out.append(("error", type(exc).__name__))
+
+
+def bgpmon(sc, out):
+    db = sc.DBConnector("STATE_DB", 0)
+    pipe = sc.RedisPipeline(db)
+    for key, fvs in (("NEIGH_STATE_TABLE|10.0.0.1", {"state": "Established"}),
+                     ("NEIGH_STATE_TABLE|10.0.0.2", {"state": "Idle", "extra": "x y"}), ("NEIGH_STATE_TABLE|10.0.0.3", None)):
+        command = sc.RedisCommand()
+        if fvs is None:
+            command.formatDEL(key)
+        else:
+            command.formatHSET(key, fvs)
+        out.append(("printable", command.toPrintableString()))
+        pipe.push(command)
+    pipe.flush()
+    queued = sc.RedisCommand()
+    queued.formatHSET("NEIGH_STATE_TABLE|10.0.0.4", "state", "Active")
+    out.append(("queued", pipe.push(queued, 3), pipe.size()))
+    wrong = sc.RedisCommand()
+    wrong.formatDEL("NEIGH_STATE_TABLE|10.0.0.1")
+    pipe.push(wrong, 5)            # DEL answers an integer, not a status
+    attempt(out, pipe.flush)
+    out.append(("size", pipe.size()))
+    attempt(out, lambda: sc.RedisCommand().formatDEL([]))
+    attempt(out, lambda: sc.RedisCommand().formatHSET("k", {}))
+    escaped = sc.RedisCommand()
+    escaped.format(["SET", "a\\\\b\\x01", "\\u00e9\\t"])
+    out.append(("escaped", escaped.toPrintableString()))
+
+
+def transaction(sc, out):
+    db = sc.DBConnector("STATE_DB", 0)
+    tran = sc.RedisTransactioner(db)
+    tran.multi()
+    command = sc.RedisCommand()
+    command.formatHSET("TRAN|1", "f", "v")
+    tran.enqueue(command, 3)
+    tran.enqueue("GET TRAN_NONE", 4)
+    out.append(("exec", tran._exec()))
+    out.append(("replies", tran.dequeueReply() is not None, tran.dequeueReply() is not None, tran.dequeueReply()))
+    tran.multi()
+    tran.enqueue("HGET TRAN|1 f", 4)   # a string comes back, not nil
+    attempt(out, tran._exec)
+
+
+def portstat(sc, out):
+    counters = sc.DBConnector("COUNTERS_DB", 0)
+    gearbox = sc.DBConnector("GB_COUNTERS_DB", 0)
+    counters.hset("COUNTERS_PORT_NAME_MAP", "Ethernet0", "oid:0x1")
+    counters.hset("COUNTERS_PORT_NAME_MAP", "Ethernet4", "oid:0x2")
+    for field, value in (("SAI_PORT_STAT_IF_IN_OCTETS", "123456789012345678"), ("SAI_PORT_STAT_IF_IN_ERRORS", "7"),
+                         ("SAI_PORT_STAT_IF_OUT_DISCARDS", "2"), ("SAI_PORT_STAT_ETHER_STATS_JABBERS", "1")):
+        counters.hset("COUNTERS:oid:0x1", field, value)
+        counters.hset("COUNTERS:oid:0x2", field, value)
+    # Ethernet4 has a gearbox: its system and line sides' counters are added in UNION mode
+    gearbox.hset("COUNTERS_PORT_NAME_MAP", "Ethernet4_system", "oid:0x21")
+    gearbox.hset("COUNTERS_PORT_NAME_MAP", "Ethernet4_line", "oid:0x22")
+    for oid, base in (("oid:0x21", 10), ("oid:0x22", 100)):
+        for field in ("SAI_PORT_STAT_IF_OUT_ERRORS", "SAI_PORT_STAT_IF_IN_ERRORS", "SAI_PORT_STAT_IF_IN_DISCARDS",
+                      "SAI_PORT_STAT_IF_OUT_DISCARDS", "SAI_PORT_STAT_ETHER_STATS_JABBERS"):
+            gearbox.hset("COUNTERS:" + oid, field, str(base + len(field)))
+    for name, mode in (("UNION", sc.PortCounter.Mode_UNION), ("ASIC", sc.PortCounter.Mode_ASIC),
+                       ("SYSTEMSIDE", sc.PortCounter.Mode_SYSTEMSIDE), ("LINESIDE", sc.PortCounter.Mode_LINESIDE)):
+        table = sc.CounterTable(counters)
+        counter = sc.PortCounter(mode)
+        for port in ("Ethernet0", "Ethernet4", "Ethernet8"):
+            out.append((name, port, table.get(counter, port), table.hget(counter, port, "SAI_PORT_STAT_IF_IN_ERRORS"),
+                        table.hget(counter, port, "SAI_PORT_STAT_IF_IN_OCTETS"), table.hget(counter, port, "NONE"),
+                        counter.getKey(table, port)))
+    table = sc.CounterTable(counters)
+    cache = sc.PortCounter.keyCacheInstance()
+    cache.enable(table)
+    out.append(("cached", cache.enabled(), cache.empty(), cache["Ethernet4_line"], cache.get("nope"),
+                table.get(sc.PortCounter(), "Ethernet4"), table.get(sc.PortCounter(), "Ethernet8")))
+    attempt(out, lambda: cache.at("nope"))
+    cache.disable()
+    counters.hset("COUNTERS_MACSEC_NAME_MAP", "sa0", "oid:0x9")
+    gearbox.hset("COUNTERS_MACSEC_NAME_MAP", "sa1", "oid:0x10")
+    counters.hset("COUNTERS:oid:0x9", "SAI_MACSEC_SA_STAT_OCTETS_ENCRYPTED", "5")
+    gearbox.hset("COUNTERS:oid:0x10", "SAI_MACSEC_SA_STAT_OCTETS_ENCRYPTED", "6")
+    macsec = sc.MacsecCounter()
+    out.append(("macsec", [(macsec.getKey(table, n), table.get(macsec, n)) for n in ("sa0", "sa1", "sa2")]))
+
+
+def events(sc, out):
+    handle = sc.events_init_publisher("sonic-events-host")
+    params = sc.FieldValueMap()
+    params["fail_type"] = "read_only"
+    out.append(("published", sc.event_publish(handle, "event-disk", params), sc.event_publish(handle, "event-disk")))
+    sc.events_deinit_publisher(handle)
+    out.append(("no handle", sc.event_publish(None, "event-disk")))
+
+
+def names(sc, out):
+    out.append(("names", sc.IFACE_NAME_MAX_LEN, sc.isInterfaceNameValid("Ethernet0"), sc.isInterfaceNameValid("x" * 16)))
+
+
+SCENARIOS = {"bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events, "names": names}
+
+
+def drive(sc, config, name):
+    sc.SonicDBConfig.initialize(config)
+    for db_name in ("STATE_DB", "COUNTERS_DB", "GB_COUNTERS_DB"):
+        sc.DBConnector(db_name, 0).flushdb()
+    out = []
+    SCENARIOS[name](sc, out)
+    return out
+"""
+BINDING = DRIVER + """
+import ast, sys
+from swsscommon import swsscommon as sc
+request = ast.literal_eval(sys.stdin.read())
+print(repr(drive(sc, request["config"], request["name"])))
+"""
+
+
+def ours(config: Path, name: str) -> list[Any]:
+    namespace: dict[str, Any] = {}
+    exec(DRIVER, namespace)
+    ours_module.SonicDBConfig.reset()
+    return list(namespace["drive"](ours_module, str(config), name))
+
+
+def theirs(env: dict[str, str], config: Path, name: str) -> list[Any]:
+    done = subprocess.run([env.get("PYTHON", sys.executable), "-c", BINDING], input=repr({"config": str(config),
+                          "name": name}), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return list(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+
+
+def state() -> dict[str, Any]:
+    """Every key of the three databases the scenarios write, with its hash."""
+    out = {}
+    for name in ("STATE_DB", "COUNTERS_DB", "GB_COUNTERS_DB"):
+        db = ours_module.DBConnector(name, 0)
+        out.update({f"{name}/{key}": dict(db.hgetall(key)) for key in db.keys("*")})
+    return out
+
+
+def normal(results: list[Any]) -> list[Any]:
+    """The binding's push() returns an opaque reply pointer, the layer the reply's value."""
+    return [tuple("opaque" if isinstance(x, int) and r[0] == "pushed" else x for x in r) for r in results]
+
+
+@pytest.mark.parametrize("name", ["bgpmon", "transaction", "portstat", "events", "names"])
+def test_same_results_and_state_as_the_binding(swss_env: dict[str, str], sonic_db_config: Path, name: str) -> None:
+    theirs_out = theirs(swss_env, sonic_db_config, name)
+    theirs_state = state()
+    ours_out = ours(sonic_db_config, name)  # leaves SonicDBConfig initialized with the same file
+    assert ours_out == theirs_out
+    assert state() == theirs_state
+
+
+def test_bgpmon_pipeline(sonic_db_config: Path) -> None:
+    out = ours(sonic_db_config, "bgpmon")
+    assert out[0] == ("printable", "*4\\r\\n$4\\r\\nHSET\\r\\n$26\\r\\nNEIGH_STATE_TABLE|10.0.0.1\\r\\n$5\\r\\nstate"
+                                   "\\r\\n$11\\r\\nEstablished\\r\\n")
+    assert "$5\\r\\nextra\\r\\n$3\\r\\nx y" in out[1][1]  # a map's fields in byte order, a value with a space whole
+    assert out[3:] == [("queued", None, 1), ("error", "RuntimeError"), ("size", 0), ("error", "ValueError"),
+                       ("error", "ValueError"), ("escaped", "*3\\r\\n$3\\r\\nSET\\r\\n$4\\r\\na\\\\b\\x01\\r\\n"
+                                                            "$3\\r\\n\\xC3\\xA9\\t\\r\\n")]
+    assert state() == {"STATE_DB/NEIGH_STATE_TABLE|10.0.0.2": {"extra": "x y", "state": "Idle"},
+                       "STATE_DB/NEIGH_STATE_TABLE|10.0.0.4": {"state": "Active"}}
+
+
+def test_transaction(sonic_db_config: Path) -> None:
+    assert ours(sonic_db_config, "transaction") == [("exec", True), ("replies", True, True, None),
+                                                    ("error", "RuntimeError")]
+
+
+def test_portstat_counters_with_a_gearbox(sonic_db_config: Path) -> None:
+    rows = {(r[0], r[1]): r[2:] for r in ours(sonic_db_config, "portstat") if len(r) == 7}
+    union = rows[("UNION", "Ethernet4")]
+    fields = dict(union[0][1])
+    # 7 + the system side's OUT_ERRORS (10 + 27) + the line side's IN_ERRORS (100 + 26)
+    assert fields["SAI_PORT_STAT_IF_IN_ERRORS"] == "170" and union[1] == [True, "170"]
+    assert fields["SAI_PORT_STAT_IF_IN_OCTETS"] == "1.2345678901235e+17"  # as Lua's tostring prints it
+    assert rows[("UNION", "Ethernet0")][1] == [True, "7"]
+    assert rows[("UNION", "Ethernet0")][2] == [True, "123456789012345678"]
+    assert rows[("UNION", "Ethernet8")] == ([False, ()], [False, ""], [False, ""], [False, ""], (-1, ""))
+    assert rows[("LINESIDE", "Ethernet4")][1] == [True, "126"] and rows[("LINESIDE", "Ethernet4")][4] == (10, "oid:0x22")
+    assert rows[("SYSTEMSIDE", "Ethernet0")][0] == [False, ()]
+
+
+def test_events_publisher_sends_nothing_and_says_so(sonic_db_config: Path) -> None:
+    assert ours(sonic_db_config, "events") == [("published", 0, 0), ("no handle", -1)]
+
+
+def test_cfg_schema_reads_the_tables_of_a_yang_module() -> None:
+    text = """
+    module sonic-x { // container NOT_A_TABLE {
+        description "container QUOTED { }";
+        container sonic-x {
+            container X_TABLE { list X_LIST { key "name"; leaf name { type string; } container inner { } } }
+            /* container COMMENTED { } */
+            container "Y-TABLE" { }
+        }
+    }"""
+    assert gen_cfg_schema.tables(text) == ["X_TABLE", "Y-TABLE"]
+    assert ours_module.CFG_DEVICE_METADATA_TABLE_NAME == "DEVICE_METADATA"
+    assert ours_module.CFG_FLEX_COUNTER_TABLE_NAME == "FLEX_COUNTER_TABLE"
+    assert ours_module.CFG_PORT_CABLE_LEN_TABLE_NAME == "CABLE_LENGTH"  # schema.h's own name stays
+
+
+def test_cfg_schema_regenerates_from_sonic_yang_models(tmp_path: Path) -> None:
+    import os
+
+    from swssd.compat import cfg_schema
+
+    models = os.environ.get("SONIC_YANG_MODELS")
+    if not models:
+        pytest.skip("no sonic-yang-models tree: set $SONIC_YANG_MODELS to its yang-models directory")
+    out = tmp_path / "cfg_schema.py"
+    assert gen_cfg_schema.main([models, "--commit", cfg_schema.CFG_SCHEMA_COMMIT, "--output", str(out)]) == 0
+    assert out.read_text() == Path(cfg_schema.__file__).read_text()
