@@ -158,3 +158,16 @@ class SlowCountingOrch(Orch):
         if self._count % 10 == 0:
             with open(self._path, "w", encoding="utf-8") as out:
                 out.write(str(self._count))
+
+
+class HostileOrch(RecordingOrch):
+    """Records every task; a key starting with `fail` raises an error whose message holds the
+    key and the fields (as a plugin's own error text often does), one starting with `poison`
+    kills the worker the same way (a crash, not a failure)."""
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("fail"):
+            raise RuntimeError(f"cannot apply {task.key} {task.fvs}")
+        if task.key.startswith("poison"):
+            raise Poison(f"{task.key} {task.fvs}")
+        self.record(table, task)
