@@ -11,6 +11,8 @@ handled; released, it is healthy again by itself and nothing is lost.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -141,3 +143,46 @@ async def test_stall_is_seen_and_slow_or_waiting_tables_are_not(
         assert daemon.stop() == 0
     finally:
         daemon.kill()
+
+
+def test_a_task_that_stalls_every_start_is_set_aside_by_the_third_restart(
+    clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """What systemd does with a stalled daemon: no watchdog ping, so SIGABRT. The next starts take
+    the held task over from the in-flight record and stall again; the fourth start sets it aside
+    (dead-lettered, named in one line) and serves, as for a task that crashes the daemon."""
+    records = tmp_path / "records.jsonl"
+    config = write_config(tmp_path, clean_redis, {"orchs": [{
+        "plugin": "orch_plugins:BlockingOrch", "tables": [{"db": "APPL_DB", "table": "ST_HELD", "stall_after": 0.5}],
+        "options": {"record": str(records), "release": str(tmp_path / "never")},
+    }]})
+    for start in (1, 2, 3):
+        daemon = DaemonProcess(config, tmp_path / f"log{start}")
+        try:
+            daemon.wait_ready()
+            if start == 1:
+                async def produce() -> None:
+                    db = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+                    await ProducerStateTable(db, "ST_HELD").set("block1", [("f", "v")])
+                    await db.close()
+
+                asyncio.run(produce())
+            else:
+                (taken,) = daemon.events("in-flight tasks taken over from the last run; they run first")
+                assert taken["tasks"] == 1
+            daemon.wait_for_log("table stalled: work pending and no handler call ended", timeout=15)
+            daemon.signal(signal.SIGABRT)
+            assert daemon.wait(30) != 0
+        finally:
+            daemon.kill()
+    fourth = DaemonProcess(config, tmp_path / "log4")
+    try:
+        fourth.wait_ready()
+        (aside,) = fourth.events("in-flight tasks set aside: handed over again by the last 2 starts, which "
+                                 "crashed or were killed before it was done: it may be what crashes the daemon")
+        assert aside["keys"] == ["block1"] and aside["tasks"] == 1
+        time.sleep(1.5)
+        assert not fourth.events("table stalled: work pending and no handler call ended")
+    finally:
+        assert fourth.stop() == 0
+    assert read_records(records) == []
