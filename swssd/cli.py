@@ -362,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         "comes from --config unless --metrics-url is given) and print, per table, "
         "popped/handled/retried/failed/dead-lettered/pending and the average handler time, then the "
         "loop lag and reconnects.",
-        epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, not ready), "
+        epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, a table stalled, not ready), "
         "2 endpoint unreachable or no endpoint in the config.",
     )
     # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.

@@ -68,12 +68,17 @@ def write_config(tmp_path: Path, server: EmbeddedRedis, doc: dict[str, Any], nam
 class DaemonProcess:
     """`python -m swssd.cli run --config FILE`, stderr (JSON log lines) to a file."""
 
-    def __init__(self, config: Path, log: Path, preexec_fn: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, config: Path, log: Path, preexec_fn: Callable[[], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`env` adds to the test's own environment (NOTIFY_SOCKET, say)."""
         self.config = config
         self.log_path = log
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR), env.get("PYTHONPATH")]))
-        env.pop("SWSSD_DB_CONFIG", None)
+        base = dict(os.environ)
+        base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR), base.get("PYTHONPATH")]))
+        base.pop("SWSSD_DB_CONFIG", None)
+        env = {**base, **(env or {})}
         self._log_file = open(log, "ab")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "swssd.cli", "run", "--config", str(config)],

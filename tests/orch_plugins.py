@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import time
+from pathlib import Path
 from typing import IO
 
 from swssd import KeyOpFieldsValues, Orch, Retry, Table
@@ -71,6 +72,19 @@ class TroubleOrch(RecordingOrch):
             await asyncio.Event().wait()
         if key.startswith("wait") and await self._gates.get(key) is None:
             raise Retry(f"gate {key} closed")
+        self.record(table, task)
+
+
+class BlockingOrch(RecordingOrch):
+    """Records every task; a key starting with `block` is held in handle() until the file named by
+    option `release` exists: a handler that cannot go on (as one awaiting an event nobody sets),
+    and that a test can let go."""
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("block"):
+            release = Path(self.options["release"])
+            while not release.exists():
+                await asyncio.sleep(0.05)
         self.record(table, task)
 
 
@@ -144,3 +158,16 @@ class SlowCountingOrch(Orch):
         if self._count % 10 == 0:
             with open(self._path, "w", encoding="utf-8") as out:
                 out.write(str(self._count))
+
+
+class HostileOrch(RecordingOrch):
+    """Records every task; a key starting with `fail` raises an error whose message holds the
+    key and the fields (as a plugin's own error text often does), one starting with `poison`
+    kills the worker the same way (a crash, not a failure)."""
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("fail"):
+            raise RuntimeError(f"cannot apply {task.key} {task.fvs}")
+        if task.key.startswith("poison"):
+            raise Poison(f"{task.key} {task.fvs}")
+        self.record(table, task)

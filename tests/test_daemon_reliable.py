@@ -195,6 +195,43 @@ async def test_a_clean_stop_does_not_hand_over_again_what_was_handled(db: DBConn
     assert await asyncio.wait_for(run, 30) == 0
 
 
+def test_sigterm_then_start_runs_only_the_task_not_done(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """Issue 25 item 4 as it was found, with `swssd produce` and SIGTERM: `wait1` waits on Retry,
+    `ok1` of the same pop is handled; the stop line counts one task kept, the next start takes
+    over one, and `ok1` is handled once in all."""
+    import subprocess
+    import sys
+
+    records = tmp_path / "records.jsonl"
+    config = write_config(tmp_path, clean_redis, {"orchs": [{
+        "plugin": "orch_plugins:TroubleOrch", "options": {"record": str(records)},
+        "tables": [{"db": "APPL_DB", "table": "CLEAN"}]}]})
+    first = DaemonProcess(config, tmp_path / "log1")
+    try:
+        first.wait_ready()
+        produced = subprocess.run(
+            [sys.executable, "-m", "swssd.cli", "produce", "--db-config", str(tmp_path / "database_config.json"),
+             "--db", "APPL_DB", "--table", "CLEAN", "set", "wait1", "a=1", "set", "ok1", "a=1"],
+            capture_output=True, text=True, timeout=60)
+        assert produced.returncode == 0, produced.stderr
+        assert wait_until(lambda: ("CLEAN", "ok1") in {(t, k) for t, k, _o, _f in read_records(records)}, 10)
+        first.wait_for_log("task waits")
+    finally:
+        assert first.stop() == 0
+    (kept,) = first.events("stopped with tasks not handled: they stay in the in-flight record in Redis and run "
+                           "first at the next start of this instance")
+    assert kept["tasks"] == 1, kept
+    again = DaemonProcess(config, tmp_path / "log2")
+    try:
+        again.wait_ready()
+        (taken,) = again.events("in-flight tasks taken over from the last run; they run first")
+        assert taken["tasks"] == 1, taken
+        again.wait_for_log("task waits")
+    finally:
+        assert again.stop() == 0
+    assert [k for _t, k, _o, _f in read_records(records)] == ["ok1"]
+
+
 async def test_clean_restarts_never_set_a_held_task_aside(db: DBConnector, db_config: Path) -> None:
     """The take-over count that sets a crashing task aside is reset by every clean stop: a task
     held by Retry across many clean restarts is handed over each time."""

@@ -226,6 +226,33 @@ def test_plugin_path_directories_are_searched_in_order(clean_redis: EmbeddedRedi
     assert loaded.plugin_path == [(tmp_path / "etc" / "../site-plugins")]
 
 
+def test_a_plugin_path_others_may_write_is_warned_about_by_check_and_run(
+    clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """Issue 25: a group/world-writable plugin_path directory gets one warning naming it, from
+    `swssd check` and from `swssd run` alike; the daemon runs on."""
+    site = tmp_path / "site-plugins"
+    site.mkdir()
+    (site / "site_orch.py").write_text(FILE_PLUGIN.replace("from helper import PREFIX", 'PREFIX = "site "'))
+    config = file_plugin(tmp_path / "etc", clean_redis, "site_orch:FileOrch")
+    config.write_text('plugin_path = ["../site-plugins"]\n' + config.read_text() + '[logging]\nformat = "json"\n')
+    site.chmod(0o777)
+    try:
+        out = swssd("check", "--config", config)
+        assert out.returncode == 0, out.stderr
+        warned = [line for line in out.stdout.splitlines() if line.startswith("warning: plugin code")]
+        assert len(warned) == 1 and "site-plugins, a directory" in warned[0] and "0777" in warned[0], out.stdout
+        daemon = DaemonProcess(config, tmp_path / "log")
+        try:
+            daemon.wait_ready()
+            lines = [e for e in daemon.logs() if str(e.get("event", "")).startswith("plugin code is read from")]
+            assert len(lines) == 1 and "site-plugins" in lines[0]["event"] and lines[0]["level"] == "warning"
+        finally:
+            assert daemon.stop() == 0
+    finally:
+        site.chmod(0o700)
+
+
 def test_a_plugin_path_that_is_not_a_directory_is_exit_2(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
     config = file_plugin(tmp_path, clean_redis, "site_orch:FileOrch")
     config.write_text('plugin_path = ["nowhere"]\n' + config.read_text())

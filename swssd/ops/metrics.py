@@ -56,6 +56,9 @@ class TableFigures(Protocol):
     def pending_count(self) -> int: ...
     @property
     def alive(self) -> bool: ...
+    @property
+    def stalled(self) -> bool: ...
+    def without_progress(self) -> float: ...
 
 
 class Reconnecting(Protocol):
@@ -144,6 +147,10 @@ class DaemonCollector(Collector):
             )
         }
         pending = GaugeMetricFamily("swssd_pending", "Tasks in memory: pending plus being handled", labels=labels)
+        stalled = GaugeMetricFamily(
+            "swssd_table_stalled", "1 while the table has had work due for its stall_after seconds and no "
+            "handler call ended", labels=labels,
+        )
         latency = HistogramMetricFamily("swssd_handler_latency_seconds", "Duration of handler calls", labels=labels)
         for worker in list(d.workers):
             key = [worker.db_name, worker.table]
@@ -151,6 +158,7 @@ class DaemonCollector(Collector):
             for name, family in counters.items():
                 family.add_metric(key, getattr(stats, name))
             pending.add_metric(key, worker.pending_count)
+            stalled.add_metric(key, float(worker.stalled))
             cumulative, buckets = 0, []
             for bound, count in zip((*LATENCY_BUCKETS, float("inf")), stats.latency_counts):
                 cumulative += count
@@ -158,6 +166,7 @@ class DaemonCollector(Collector):
             latency.add_metric(key, buckets, stats.handler_seconds)
         yield from counters.values()
         yield pending
+        yield stalled
         yield latency
         reconnects = CounterMetricFamily("swssd_reconnects", "Connections re-established", labels=["connection"])
         reconnects.add_metric(["pubsub"], d.select.reconnects)
@@ -173,9 +182,9 @@ class DaemonCollector(Collector):
             value=self.probe.heartbeat,
         )
         yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
-        ready = d.serving and all(w.alive for w in list(d.workers))
+        ready = d.serving and all(w.alive and not w.stalled for w in list(d.workers))
         yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done, while every "
-                                "table's worker runs", value=float(ready))
+                                "table's worker runs and none is stalled", value=float(ready))
 
 
 def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
@@ -212,10 +221,18 @@ def _bound(bound: float) -> str:
 
 
 def health(daemon: DaemonFigures) -> tuple[bool, str]:
-    """What /health answers: healthy once serving, while Redis answers and every table's worker runs."""
-    dead = sorted(w.table for w in list(daemon.workers) if not w.alive)
+    """What /health answers: healthy once serving, while Redis answers and every table's worker
+    runs and makes progress with its work."""
+    workers = list(daemon.workers)
+    dead = sorted(w.table for w in workers if not w.alive)
     if dead and daemon.serving:
         return False, f"table worker stopped: {', '.join(dead)}"
+    stalled = [(w.db_name, w.table, w.without_progress(), w.pending_count) for w in workers if w.stalled]
+    if stalled:
+        return False, "table stalled: " + "; ".join(
+            f"{db} {table}: no handler call ended for {seconds:.0f} s with {pending} pending"
+            for db, table, seconds, pending in sorted(stalled)
+        )
     if not daemon.redis_up:
         return False, "Redis unreachable"
     if not daemon.serving:

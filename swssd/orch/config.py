@@ -42,6 +42,11 @@ MAX_POP_BATCH_SIZE = 100_000
 MAX_PENDING_LIMIT = 10_000_000
 #: Counts with no natural limit (attempts, starvation turns): beyond this a typo.
 MAX_COUNT = 1_000_000
+#: Seconds a table may have work due without a handler call ending before it counts as stalled
+#: (health, ready, the systemd watchdog): ten times the default handler_timeout, so a handler
+#: the watchdog cancels is a failure (progress) long before, and only a worker that cannot go
+#: on is reported.
+DEFAULT_STALL_AFTER = 300.0
 
 
 class _Section(BaseModel):
@@ -286,6 +291,9 @@ class TableConfig(_Section):
     endpoint: str | None = Field(None, min_length=7, max_length=4096)
     #: zmq tables: also write what arrives to the Redis table, as C++ db_persistence does
     db_persistence: bool = False
+    #: seconds this table may have work due with no handler call ending before it is reported
+    #: stalled (default: [daemon] stall_after)
+    stall_after: Seconds | None = None
 
     _kind_explicit: bool = PrivateAttr(True)
 
@@ -381,6 +389,10 @@ class DaemonConfig(_Section):
     shutdown_timeout: Seconds = 10.0
     #: Pending tasks per table above which the table is not popped (the data waits in Redis).
     pending_limit: int = Field(20_000, ge=1, le=MAX_PENDING_LIMIT)
+    #: Seconds a table may have work due with no handler call ending (handled, failed, timed out
+    #: or Retry) before it is stalled: /health 503, ready 0, no systemd watchdog ping. A table's
+    #: own stall_after overrides it.
+    stall_after: Seconds = DEFAULT_STALL_AFTER
     #: Select fairness: a ready table passed over this many times in a row is served next.
     starvation_limit: int = Field(4, ge=1, le=MAX_COUNT)
     #: Seconds between "Redis is still unreachable" log lines.

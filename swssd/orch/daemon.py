@@ -46,6 +46,7 @@ from .orch import connector_key
 from .plugins import PluginError
 from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
+from .stall import stalled_tables, watch_stalls
 from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
@@ -127,7 +128,10 @@ class Daemon:
         """One line for systemd's STATUS=: what the daemon is doing."""
         popped = sum(w.stats.popped for w in self.workers)
         handled = sum(w.stats.handled for w in self.workers)
-        if self.health.probe_error is not None:
+        stalled = stalled_tables(self.workers)
+        if stalled:
+            state = "stalled: " + ", ".join(f"{w.db_name} {w.table}" for w in stalled)
+        elif self.health.probe_error is not None:
             state = "Redis not answering, waiting"
         else:
             state = "serving" if self.redis_up else "Redis unreachable, retrying"
@@ -155,11 +159,15 @@ class Daemon:
         if self.handle_signals:
             self._install_signals()
         helpers: list[asyncio.Task[None]] = []
-        self.notifier.start_watchdog(healthy=lambda: self._stop.is_set() or all(w.alive for w in self.workers))
+        # Not fed while a table's worker is dead or stalled: systemd restarts the daemon.
+        self.notifier.start_watchdog(
+            healthy=lambda: self._stop.is_set() or all(w.alive and not w.stalled for w in self.workers)
+        )
         self.notifier.status("starting")
         try:
             # Metrics first: they show redis_up 0 while Redis cannot be reached yet.
             helpers.append(asyncio.ensure_future(self.loop_probe.run()))
+            helpers.append(asyncio.ensure_future(watch_stalls(self.workers, self.notifier, self.status_line)))
             self._metrics_server = await serve_metrics(self.config, self, self.loop_probe)
             if not await self._until_stopped(self._start()):
                 return 1 if self._force.is_set() or self._crashed else 0  # a crash at start-up too
@@ -284,6 +292,7 @@ class Daemon:
         worker = TableWorker(
             rt, consumer, db_name, tc.pending_limit or self.config.daemon.pending_limit,
             self._dead_letter, self.select, table=table, kind=kind,
+            stall_after=tc.stall_after or self.config.daemon.stall_after,
         )
         if kind == "zmq":
             worker.pending_bytes = self.config.daemon.zmq_buffer_bytes

@@ -23,9 +23,10 @@ from ..channels.zmq import ZmqConsumerStateTable, ZmqServer
 from ..fields import KeyOpFieldsValues
 from ..ops.metrics import LATENCY_BUCKETS
 from ..redis.connector import DBConnector
-from .config import RetryConfig, TableKind
+from .config import DEFAULT_STALL_AFTER, RetryConfig, TableKind
 from .orch import Orch, Retry
 from .pending import Entry, Merge, PendingMap
+from .stall import ProgressClock
 
 log = structlog.get_logger("swssd.daemon")
 
@@ -120,6 +121,7 @@ class TableWorker:
         *,
         table: str,
         kind: TableKind = "state",
+        stall_after: float = DEFAULT_STALL_AFTER,
     ) -> None:
         self.runtime = runtime
         self.orch = runtime.orch
@@ -152,6 +154,9 @@ class TableWorker:
         self._next_at: float | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
+        #: seconds with work due and no handler call ended, after which the table is stalled
+        self.stall_after = stall_after
+        self.clock = ProgressClock(self._loop.time)
         # the watchdog: when the running handler started, which call it is, the armed timer,
         # and the call the watchdog cancelled
         self._started: float | None = None
@@ -165,6 +170,15 @@ class TableWorker:
     def alive(self) -> bool:
         """Whether the worker's task runs (health: a table nobody handles is not healthy)."""
         return self._task is not None and not self._task.done()
+
+    def without_progress(self) -> float:
+        """Seconds this table has had work due and no handler call ended (0 with nothing pending)."""
+        return self.clock.without_progress() if self.pending_count and self.alive else 0.0
+
+    @property
+    def stalled(self) -> bool:
+        """Whether work has been due for stall_after seconds without a handler call ending (stall.py)."""
+        return self.without_progress() >= self.stall_after
 
     @property
     def limit(self) -> int:
@@ -187,7 +201,7 @@ class TableWorker:
         when the map is full."""
         self.stats.popped += len(tasks)
         self.pending.add_many(tasks, seq)
-        self._wakeup.set()
+        self.wake()
         if not self.paused and len(self.pending) >= (limit := self.limit):
             self.paused = True
             self._select.pause(self.consumer)
@@ -200,7 +214,9 @@ class TableWorker:
             )
 
     def wake(self) -> None:
+        """Wake the worker's task: work is due now (the stall clock runs from here)."""
         self._wakeup.set()
+        self.clock.woken()
 
     def dead_letter(self, task: KeyOpFieldsValues, reason: str) -> None:
         """Give a task up without running it (the take-over's poison check), as max_attempts does."""
@@ -212,7 +228,7 @@ class TableWorker:
         other than the pops (reconcile) waits here, so memory stays bounded by pending_limit."""
         while len(self.pending) >= self.pending_limit:
             self._room.clear()
-            self._wakeup.set()
+            self.wake()
             await self._room.wait()
 
     # -- lifetime -----------------------------------------------------------------------
@@ -230,7 +246,7 @@ class TableWorker:
             for entry in entries:
                 if entry.retry_epoch is not None:
                     entry.not_before = 0.0
-        self._wakeup.set()
+        self.wake()
         return self._task
 
     def cancel(self) -> None:
@@ -249,11 +265,13 @@ class TableWorker:
                 delay = None if next_at is None else next_at - self._loop.time()
                 if delay is not None and delay <= 0:
                     continue
+                self.clock.sleeping(next_at)
                 try:
                     async with asyncio.timeout(delay):
                         await self._wakeup.wait()
                 except TimeoutError:
                     pass
+                self.clock.running()
         finally:
             if self._watchdog is not None:
                 self._watchdog.cancel()
@@ -337,8 +355,10 @@ class TableWorker:
 
     def _end(self) -> None:
         self.in_flight = 0
+        now = self._loop.time()
+        self.clock.progressed(now)
         if self._started is not None:
-            self.stats.observe(self._loop.time() - self._started)
+            self.stats.observe(now - self._started)
         self._started = None
 
     def _check(self) -> None:

@@ -2,7 +2,8 @@
 
 The endpoint is the one the daemon's config names ([metrics] address and port), so an operator
 passes the same --config as to `swssd run`; --metrics-url overrides it (`host:port` is enough).
-Exit 0 when healthy; 1 when unhealthy (Redis down, event loop stalled or lagging, not ready);
+Exit 0 when healthy; 1 when unhealthy (Redis down, event loop stalled or lagging, a table stalled,
+not ready);
 2 when the daemon's metrics endpoint cannot be reached or the config names none.
 """
 
@@ -104,6 +105,8 @@ def parse(text: str) -> Snapshot:
                     row["latency_sum"] = sample.value
                 elif name == "handler_latency_seconds_count":
                     row["latency_count"] = sample.value
+                elif name == "table_stalled":
+                    row["stalled"] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -120,6 +123,9 @@ def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | No
         found.append("starting: waiting for Redis (Redis unreachable)")
     elif not redis_up:
         found.append("Redis unreachable")
+    stalled = [f"{db} {table}" for (db, table), row in sorted(snap.tables.items()) if row.get("stalled", 0.0) >= 1.0]
+    if stalled:
+        found.append("table stalled (work pending, no handler call ended for its stall_after): " + ", ".join(stalled))
     elif not ready:
         found.append("not ready (still starting or stopping)")
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
