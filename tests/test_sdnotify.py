@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from swssd.ops.sdnotify import SystemdNotifier
 
@@ -114,3 +116,25 @@ def test_abstract_socket_address() -> None:
         assert sock.recv(100) == b"READY=1"
     finally:
         sock.close()
+
+
+def test_a_notify_socket_nobody_reads_never_blocks(notify_socket: tuple[socket.socket, str]) -> None:
+    """Datagrams to a full queue are dropped with one warning; the caller (the event loop) goes on."""
+    sock, path = notify_socket
+    notifier = SystemdNotifier({"NOTIFY_SOCKET": path})
+    sent = threading.Event()
+
+    def flood() -> None:
+        for i in range(20_000):  # far past an unread socket's queue (max_dgram_qlen, 512 by default)
+            notifier.status(f"tick {i}")
+        sent.set()
+
+    with structlog.testing.capture_logs() as logs:
+        threading.Thread(target=flood, daemon=True).start()
+        assert sent.wait(20), "notify() blocked on a notify socket nobody reads"
+    dropped = [e for e in logs if e["event"].startswith("sd_notify dropped")]
+    assert len(dropped) == 1, logs[:5]
+    first = received(sock)
+    assert first and first[0] == "STATUS=tick 0"
+    notifier.status("after")  # the queue has room again: sent, and the next drop warns again
+    assert received(sock) == ["STATUS=after"]

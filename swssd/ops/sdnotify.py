@@ -29,6 +29,7 @@ class SystemdNotifier:
             address = "\0" + address[1:]  # abstract namespace
         self._address = address or None
         self._sock: socket.socket | None = None
+        self._dropping = False  # a datagram was dropped and not yet said so
         self.watchdog_interval = self._watchdog_interval(env)
         self._watchdog_task: asyncio.Task[None] | None = None
         self._healthy: Callable[[], bool] = lambda: True
@@ -51,13 +52,23 @@ class SystemdNotifier:
         return self._address is not None
 
     def notify(self, *lines: str) -> None:
-        """Send `KEY=value` lines in one datagram; errors are logged, never raised."""
+        """Send `KEY=value` lines in one datagram; errors are logged, never raised.
+
+        The socket never blocks: a notify socket nobody reads (its queue full) would otherwise
+        freeze the event loop in sendto. Such a datagram is dropped, with one warning until a
+        send works again."""
         if self._address is None:
             return
         try:
             if self._sock is None:
-                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+                self._sock = socket.socket(
+                    socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
             self._sock.sendto("\n".join(lines).encode(), self._address)
+            self._dropping = False
+        except BlockingIOError:
+            if not self._dropping:
+                self._dropping = True
+                log.warning("sd_notify dropped: nobody reads the notify socket", address=self._address.lstrip("\0"))
         except OSError as exc:
             log.warning("sd_notify failed", error=str(exc))
 
