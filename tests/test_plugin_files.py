@@ -210,6 +210,22 @@ def test_check_warns_as_run_would_about_a_key_set_table_on_state_db(clean_redis:
     assert 'warning: orchs.0.tables.0: STATE_DB EXAMPLE_ROUTE_TABLE is a key-set table (kind "state")' in out.stdout
 
 
+def test_check_warns_about_a_stall_after_shorter_than_the_handler_timeout(
+    clean_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """A table's stall_after under its handler_timeout would call one honest long handler call
+    a stall: `swssd check` says so, naming the table and both figures; the default is quiet."""
+    config = write_example(tmp_path, clean_redis)
+    assert "stall_after" not in swssd("check", "--config", config).stdout
+    config.write_text(config.read_text() + "[daemon]\nstall_after = 5\n[retry]\nhandler_timeout = 12\n")
+    out = swssd("check", "--config", config)
+    assert out.returncode == 0, out.stderr
+    warned = [line for line in out.stdout.splitlines() if "stall_after" in line]
+    assert warned == ["warning: orchs[0].tables[0] (APPL_DB EXAMPLE_ROUTE_TABLE): stall_after 5 s is shorter "
+                      "than handler_timeout 12 s: a handler call that takes longer than 5 s is reported as a "
+                      "stall"], out.stdout
+
+
 def test_plugin_path_directories_are_searched_in_order(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
     """`plugin_path` (relative to the config) finds a module by name in a directory of its own,
     after the config's directory; `swssd check` loads it from there, with cwd and PYTHONPATH

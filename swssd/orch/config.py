@@ -433,6 +433,20 @@ class Config(_Section):
         changes = orch.retry.model_dump(exclude_none=True)
         return self.retry.model_copy(update=changes) if changes else self.retry
 
+    def timing_warnings(self) -> list[str]:
+        """One line for each table whose stall_after is shorter than its handler_timeout: one
+        honest handler call that takes longer would be reported as a stall."""
+        lines = []
+        for i, orch in enumerate(self.orchs):
+            timeout = self.retry_for(orch).handler_timeout
+            for j, table in enumerate(orch.tables):
+                stall = table.stall_after if table.stall_after is not None else self.daemon.stall_after
+                if stall < timeout:
+                    lines.append(f"orchs[{i}].tables[{j}] ({table.db} {table.table}): stall_after {stall:g} s is "
+                                 f"shorter than handler_timeout {timeout:g} s: a handler call that takes longer "
+                                 f"than {stall:g} s is reported as a stall")
+        return lines
+
     def database_config_path(self) -> Path | None:
         """The database_config.json to use: configured, $SWSSD_DB_CONFIG, or SONiC's default
         when it exists; None when Redis is not configured at all (and no URL is given)."""

@@ -231,7 +231,7 @@ class Daemon:
         config = self.config
         databases = self.databases
         databases.report_redis_settings()
-        for line in plugins.code_warnings(config):
+        for line in (*plugins.code_warnings(config), *config.timing_warnings()):
             log.warning(line)
         databases.load()
         for i, oc in enumerate(config.orchs):

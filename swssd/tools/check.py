@@ -56,7 +56,8 @@ def check(config: Config) -> list[str]:
     and a warning line for what it would warn about at start."""
     plugins.use_config_dir(config)
     databases = _Databases(config)
-    lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config))]
+    lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config),
+                                                 *config.timing_warnings())]
     for i, oc in enumerate(config.orchs):
         for j, t in enumerate(oc.tables):
             databases.check(t.db, f"orchs.{i}.tables.{j}.db", t.namespace)
