@@ -40,14 +40,16 @@ class ZmqProducerStateTable(TableBase):
         return self._updater is not None
 
     async def set(self, key: str, fvs: FieldValuesLike, op: str = SET_COMMAND, prefix: str = "") -> None:
-        """Send one entry's fields (prefix is accepted for C++ parity and unused, as there)."""
-        pairs = as_field_values(fvs)
-        data = serialize_one(self._header, key, pairs)  # the hot path: send() inlined
-        client = self.client
-        if not client.send_nowait(data):
-            await client.send_bytes(data)
+        """Send one entry's fields (prefix is accepted for C++ parity and unused, as there).
+        The hot path: the message built and handed to the socket without awaiting anything
+        (as the C++ set() sends at once); only a full queue waits, to retry."""
+        if type(fvs) is not list:
+            fvs = as_field_values(fvs)
+        data = serialize_one(self._header, key, fvs)
+        if not self.client.send_nowait(data):
+            await self.client.send_bytes(data)
         if self._updater is not None:
-            self._updater.update(key, op, pairs)
+            self._updater.update(key, op, fvs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
         """Send the deletion of one entry."""
