@@ -8,7 +8,8 @@ from ...fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValu
 from ...redis.connector import DBConnector
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
-from .serializer import header, serialize_one, serialize_with
+from .encoder import OneChangeEncoder
+from .serializer import header, serialize_with
 from .sockets import ZmqClient
 
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
@@ -33,6 +34,7 @@ class ZmqProducerStateTable(TableBase):
         self.client = client
         self.db_name = db.name
         self._header = header(db.name, name)
+        self._encode = OneChangeEncoder(self._header).encode
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
 
     @property
@@ -45,15 +47,19 @@ class ZmqProducerStateTable(TableBase):
         (as the C++ set() sends at once); only a full queue waits, to retry."""
         if type(fvs) is not list:
             fvs = as_field_values(fvs)
-        data = serialize_one(self._header, key, fvs)
+        data = self._encode(key, fvs)
         if not self.client.send_nowait(data):
             await self.client.send_bytes(data)
         if self._updater is not None:
             self._updater.update(key, op, fvs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
-        """Send the deletion of one entry."""
-        await self.send([tuple.__new__(KeyOpFieldsValues, (key, op, []))])
+        """Send the deletion of one entry (a one-change message without fields, as set())."""
+        data = self._encode(key, ())
+        if not self.client.send_nowait(data):
+            await self.client.send_bytes(data)
+        if self._updater is not None:
+            self._updater.update(key, op, [])
 
     async def set_many(self, entries: Iterable[SetEntry]) -> None:
         """Send many entries in one message (the C++ batched set): (key, fvs) pairs or

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from ...errors import SwssdError
 from ...fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
@@ -90,109 +90,11 @@ def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence[A
     return data
 
 
-def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> bytes:
-    """serialize_with(head, [(key, op, fvs)]): the one-change message a set() or delete() sends,
-    built without the general loop (the producer's hot path).
-
-    When every string is ASCII and under 128 bytes, and there are fewer than 126 fields (most
-    changes), the whole message is built as text, each length prefix taken from a table of
-    latin-1 strings that are ASCII there: one join, one check, one encode (0.5 us for 4 fields,
-    against 0.75 for encoding and packing each string). The encoded fields of the last few
-    thousand distinct field lists are also kept (a route table repeats few next-hop groups):
-    then only the key is encoded. When fewer than a third of the last _ENCODED_JUDGE calls found
-    their fields kept, nothing is looked up or kept for the next _ENCODED_PAUSE calls (fields
-    that never repeat would only pay for it)."""
-    global _encoded_tries, _encoded_hits, _encoded_pause
-    pairs: tuple[tuple[str, str], ...] = ()
-    if _encoded_pause:
-        _encoded_pause -= 1
-    else:
-        known = None
-        try:
-            pairs = tuple(fvs)
-            known = _encoded.get(pairs)
-        except TypeError:  # pairs that are lists: not hashable, encoded each time
-            pairs = ()
-        _encoded_tries += 1
-        if known is not None:
-            _encoded_hits += 1
-        if _encoded_tries >= _ENCODED_JUDGE:
-            if _encoded_hits * 3 < _encoded_tries:
-                _encoded_pause = _ENCODED_PAUSE
-            _encoded_tries = _encoded_hits = 0
-        if known is not None:
-            try:
-                k = key.encode()
-            except UnicodeEncodeError:  # surrogate escapes
-                return serialize_with(head, ((key, "", fvs),))
-            data = b"".join((known[0], head, _pack(len(k)), k, known[1]))
-            if len(data) >= MAX_MESSAGE_SIZE:
-                _too_large(len(data))
-            return data
-    lens = _LENGTHS
-    n = len(fvs)
-    text = _head_texts.get(head)
-    try:
-        parts = [lens[n + 2], text or _head_text(head), lens[len(key)], key, _COUNT_TEXTS[n]]
-        for field, value in fvs:
-            parts += (lens[len(field)], field, lens[len(value)], value)
-        text = "".join(parts)
-    except IndexError:  # a string of 128 bytes or more, or 126 fields and more
-        text = None
-    if text is not None and text.isascii():
-        data = text.encode()
-    else:
-        data = _encoded_each(head, key, fvs)
-    if pairs:
-        start = len(head) + 2 * SIZE_T + _unpack_from(data, len(head) + SIZE_T)[0]  # after the key
-        if len(data) - start <= _TAIL_BYTES:
-            if len(_encoded) >= _TAILS:
-                _encoded.clear()
-            _encoded[pairs] = (data[:SIZE_T], data[start:])
-    return data
-
-
-def _encoded_each(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> bytes:
-    """serialize_one() for any strings: each encoded and packed by itself."""
-    n = len(fvs)
-    if n >= len(_COUNT_PAIRS):
-        return serialize_with(head, ((key, "", fvs),))
-    try:
-        k = key.encode()
-        parts = [_pack(n + 2), head, _pack(len(k)), k, _COUNT_PAIRS[n]]
-        for field, value in fvs:
-            f = field.encode()
-            v = value.encode()
-            parts += (_pack(len(f)), f, _pack(len(v)), v)
-    except UnicodeEncodeError:  # surrogate escapes: bytes that were not UTF-8
-        return serialize_with(head, ((key, "", fvs),))
-    data = b"".join(parts)
-    if len(data) >= MAX_MESSAGE_SIZE:
-        _too_large(len(data))
-    return data
-
-
-def _too_large(size: int) -> None:
+def _too_large(size: int) -> NoReturn:
     raise MessageTooLargeError(
         f"message of {size} bytes; the C++ library sends and receives less than "
         f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
     )
-
-
-def _head_text(head: bytes) -> str:
-    """head as latin-1 text, kept for serialize_one() (a producer sends to few tables)."""
-    if len(_head_texts) >= _TAILS:
-        _head_texts.clear()
-    text = _head_texts[head] = head.decode("latin-1")
-    return text
-
-
-#: field/value pairs -> (pair count of a one-change message with them, their encoded tail)
-_encoded: dict[tuple[tuple[str, str], ...], tuple[bytes, bytes]] = {}
-#: serialize_one() judges the cache every _ENCODED_JUDGE calls, and rests it for _ENCODED_PAUSE
-_ENCODED_JUDGE = 512
-_ENCODED_PAUSE = 16384
-_encoded_tries = _encoded_hits = _encoded_pause = 0
 
 
 def _parts(changes: Sequence[KeyOpFieldsValues | Sequence[Any]], encode: Callable[[str], bytes]) -> list[bytes]:
@@ -224,11 +126,6 @@ def _string(data: bytes) -> bytes:
 
 #: a field count as its length-prefixed decimal text, for the counts of most changes
 _COUNT_PAIRS = [_string(str(n).encode()) for n in range(1024)]
-#: the length prefix of a string of n < 128 bytes (ASCII text), and _COUNT_PAIRS, as latin-1 text
-_LENGTHS = [_pack(n).decode("latin-1") for n in range(128)]
-_COUNT_TEXTS = [c.decode("latin-1") for c in _COUNT_PAIRS]
-#: header() -> its latin-1 text (serialize_one)
-_head_texts: dict[bytes, str] = {}
 
 
 def read_header(data: bytes) -> tuple[str, str]:
@@ -308,7 +205,7 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
 
 
 #: tails kept at most (then forgotten all at once), and the longest tail worth keeping (the
-#: producer's kept encodings of serialize_one() use the same bounds)
+#: producer's kept encodings, encoder.py, use the same bounds)
 _TAILS = 2048
 _TAIL_BYTES = 1024
 
