@@ -14,7 +14,9 @@ pop that returned changes to the end of its last (issue 27's measure of a consum
 is started and ready first; the producer has built its changes before the clock starts. Each
 producer also reports its CPU over the sends, per change: the process's (libzmq's I/O thread
 included) and the sending thread's alone (getrusage in C++, process_time/thread_time in Python),
-the part of the pair's time a producer can move.
+the part of the pair's time a producer can move. Each consumer reports its process's CPU per
+change too (swssd's from its first pop on, C++'s from "ready" on: its receive thread works
+before the first pop).
 
     swssd ZMQ        ZmqProducerStateTable.set() per change -> ZmqConsumerStateTable (pop batch 128)
     swssd Redis      ProducerStateTable(buffered) .set() per change, flush() every 128 ->
@@ -191,9 +193,9 @@ def expect(stream: IO[str], word: str) -> str:
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
     freeze: bool = True, unique: bool = False,
-) -> tuple[float, float | None, float, tuple[float, float]]:
-    """Seconds from the producer's first send to the consumer's last pop, the swssd consumer's
-    CPU microseconds per change from its first pop on (None for C++), the seconds from the
+) -> tuple[float, float, float, tuple[float, float]]:
+    """Seconds from the producer's first send to the consumer's last pop, the consumer's CPU
+    microseconds per change (swssd: from its first pop on; C++: from "ready" on), the seconds from the
     consumer's first pop to its last (the consumer alone, as issue 27 timed it), and the
     producer's CPU microseconds per change over its sends (process, sending thread)."""
     endpoint = free_endpoint()
@@ -223,7 +225,7 @@ def run_pair(
         prod.stdin.write("quit\n")
         prod.stdin.flush()
         prod.wait(timeout=60)
-        cpu = float(result["cpu_ns"]) / 1e3 / count if "cpu_ns" in result else None
+        cpu = float(result["cpu_ns"]) / 1e3 / count
         producer_cpu = (used["producer_cpu_ns"] / 1e3 / count, used["producer_thread_ns"] / 1e3 / count)
         return (float(result["last_ns"] - start_ns) / 1e9, cpu, float(result["last_ns"] - result["first_ns"]) / 1e9,
                 producer_cpu)
@@ -315,10 +317,8 @@ def main() -> None:
                     results[n].setdefault(label, []).append(seconds)
                     pops[n].setdefault(label, []).append(popping)
                     sends[n].setdefault(label, []).append(sending)
-                    said = ""
-                    if cpu is not None:
-                        cpus[n].setdefault(label, []).append(cpu)
-                        said = f"  consumer CPU {cpu:.2f} us/change"
+                    cpus[n].setdefault(label, []).append(cpu)
+                    said = f"  consumer CPU {cpu:.2f} us/change"
                     print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s"
                           f"  consumer alone {n / popping:10,.0f}/s{said}  producer CPU {sending[0]:.2f} us/change"
                           f" ({sending[1]:.2f} its sending thread)", flush=True)
@@ -330,10 +330,10 @@ def main() -> None:
             print(f"{n:,} changes ({shape}), medians of {args.repeat} (and the best round):")
             alone = {label: statistics.median(v) for label, v in pops[n].items()}
             print("| path | seconds | changes/s | best seconds | consumer alone, changes/s "
-                  "| swssd consumer CPU us/change | producer CPU us/change (sending thread) |")
+                  "| consumer CPU us/change | producer CPU us/change (sending thread) |")
             print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:
-                cpu_med = f"{statistics.median(cpus[n][label]):.2f}" if label in cpus[n] else "-"
+                cpu_med = f"{statistics.median(cpus[n][label]):.2f}"
                 sent = sends[n][label]
                 print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} "
                       f"| {n / alone[label]:,.0f} | {cpu_med} | {statistics.median(c for c, _ in sent):.2f} "
