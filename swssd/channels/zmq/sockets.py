@@ -200,7 +200,7 @@ class ZmqClient:
         sock = self._socket
         if sock is None:
             raise ZmqSendError(errnos.ENOTCONN, f"zmq client for {self.endpoint} is closed")
-        _send(sock, data, zmq.NOBLOCK, len(data) < _COPY_BELOW)
+        _send(sock, data, _NOBLOCK, len(data) < _COPY_BELOW)
         self.sent += 1
 
     async def _send_retrying(self, data: bytes) -> None:
