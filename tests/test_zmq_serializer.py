@@ -451,6 +451,22 @@ def test_encoded_fields_rest_while_they_never_repeat() -> None:
     assert tuple(fvs) in encoder.kept
 
 
+def test_deletes_do_not_count_against_the_kept_fields() -> None:
+    """Three deletes to a set whose fields repeat: the fields are still found kept every time
+    (deletes have no fields to keep), and every message is serialize()'s."""
+    head = header("APPL_DB", "T")
+    encoder = OneChangeEncoder(head)
+    encoder.JUDGE = 50
+    fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
+    for i in range(400):
+        key = f"r{i}"
+        if i % 4:
+            assert encoder.encode(key, ()) == serialize("APPL_DB", "T", [KFV(key, "DEL", [])])
+        else:
+            assert encoder.encode(key, fvs) == serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])
+    assert encoder.pause == 0 and tuple(fvs) in encoder.kept
+
+
 # -- data whose fields do not repeat (issue 27) ---------------------------------------------------
 
 names_st = st.sampled_from(["nexthop", "nexthop_ext", "next", "ifname", "", "é", "weight", "n\x00ul"])

@@ -60,7 +60,7 @@ class OneChangeEncoder:
         pairs: tuple[tuple[str, str], ...] = ()
         if self.pause:
             self.pause -= 1
-        else:
+        elif fvs:  # a DEL has nothing to keep: it does not count for or against the kept ones
             known = None
             try:
                 pairs = tuple(fvs)
