@@ -11,7 +11,12 @@ differ per key (unique_fields(): a neighbour, port or FDB table, where nothing r
 is from the producer's first send to the end of the consumer's pop that returned the last change
 (both processes read CLOCK_MONOTONIC); "consumer alone" is from the start of the consumer's first
 pop that returned changes to the end of its last (issue 27's measure of a consumer). The consumer
-is started and ready first; the producer has built its changes before the clock starts.
+is started and ready first; the producer has built its changes before the clock starts. Each
+producer also reports its CPU over the sends, per change: the process's (libzmq's I/O thread
+included) and the sending thread's alone (getrusage in C++, process_time/thread_time in Python),
+the part of the pair's time a producer can move. Each consumer reports its process's CPU per
+change too (swssd's from its first pop on, C++'s from "ready" on: its receive thread works
+before the first pop).
 
     swssd ZMQ        ZmqProducerStateTable.set() per change -> ZmqConsumerStateTable (pop batch 128)
     swssd Redis      ProducerStateTable(buffered) .set() per change, flush() every 128 ->
@@ -99,6 +104,7 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: 
     print("ready", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
     print(time.monotonic_ns(), flush=True)
+    cpu, thread = time.process_time_ns(), time.thread_time_ns()
     if kind == "zmq":
         for key, fvs in routes:
             await zp.set(key, fvs)
@@ -108,6 +114,8 @@ async def swssd_produce(kind: str, url: str, endpoint: str, count: int, freeze: 
             if n % FLUSH_EVERY == 0:
                 await rp.flush()
         await rp.flush()
+    cpu, thread = time.process_time_ns() - cpu, time.thread_time_ns() - thread
+    print(json.dumps({"producer_cpu_ns": cpu, "producer_thread_ns": thread}), flush=True)
     print("sent", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
     if client is not None:
@@ -185,10 +193,11 @@ def expect(stream: IO[str], word: str) -> str:
 def run_pair(
     producer: str, consumer: str, kind: str, count: int, url: str, db_config: Path, binary: Path | None,
     freeze: bool = True, unique: bool = False,
-) -> tuple[float, float | None, float]:
-    """Seconds from the producer's first send to the consumer's last pop, the swssd consumer's
-    CPU microseconds per change from its first pop on (None for C++), and the seconds from the
-    consumer's first pop to its last (the consumer alone, as issue 27 timed it)."""
+) -> tuple[float, float, float, tuple[float, float]]:
+    """Seconds from the producer's first send to the consumer's last pop, the consumer's CPU
+    microseconds per change (swssd: from its first pop on; C++: from "ready" on), the seconds from the
+    consumer's first pop to its last (the consumer alone, as issue 27 timed it), and the
+    producer's CPU microseconds per change over its sends (process, sending thread)."""
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze, unique),
@@ -211,12 +220,15 @@ def run_pair(
         if result.get("early_timeouts"):
             print(f"  note: the C++ consumer's select() returned TIMEOUT early {result['early_timeouts']} time(s)",
                   flush=True)
+        used = json.loads(expect(prod.stdout, "{"))
         expect(prod.stdout, "sent")
         prod.stdin.write("quit\n")
         prod.stdin.flush()
         prod.wait(timeout=60)
-        cpu = float(result["cpu_ns"]) / 1e3 / count if "cpu_ns" in result else None
-        return float(result["last_ns"] - start_ns) / 1e9, cpu, float(result["last_ns"] - result["first_ns"]) / 1e9
+        cpu = float(result["cpu_ns"]) / 1e3 / count
+        producer_cpu = (used["producer_cpu_ns"] / 1e3 / count, used["producer_thread_ns"] / 1e3 / count)
+        return (float(result["last_ns"] - start_ns) / 1e9, cpu, float(result["last_ns"] - result["first_ns"]) / 1e9,
+                producer_cpu)
     finally:
         for p in (cons, prod):
             if p.poll() is None:
@@ -294,21 +306,22 @@ def main() -> None:
         results: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         cpus: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
         pops: dict[int, dict[str, list[float]]] = {n: {} for n in args.changes}
+        sends: dict[int, dict[str, list[tuple[float, float]]]] = {n: {} for n in args.changes}
         for round_ in range(args.repeat):
             order = rows[round_ % len(rows):] + rows[:round_ % len(rows)]
             for n in args.changes:
                 for label, producer, consumer, kind in order:
                     flush.flushall()
-                    seconds, cpu, popping = run_pair(producer, consumer, kind, n, url, db_config, binary,
+                    seconds, cpu, popping, sending = run_pair(producer, consumer, kind, n, url, db_config, binary,
                                                      not args.no_freeze, args.unique_fields)
                     results[n].setdefault(label, []).append(seconds)
                     pops[n].setdefault(label, []).append(popping)
-                    said = ""
-                    if cpu is not None:
-                        cpus[n].setdefault(label, []).append(cpu)
-                        said = f"  consumer CPU {cpu:.2f} us/change"
+                    sends[n].setdefault(label, []).append(sending)
+                    cpus[n].setdefault(label, []).append(cpu)
+                    said = f"  consumer CPU {cpu:.2f} us/change"
                     print(f"round {round_ + 1} {n:>7,} {label:20}: {seconds:7.3f} s  {n / seconds:10,.0f} changes/s"
-                          f"  consumer alone {n / popping:10,.0f}/s{said}", flush=True)
+                          f"  consumer alone {n / popping:10,.0f}/s{said}  producer CPU {sending[0]:.2f} us/change"
+                          f" ({sending[1]:.2f} its sending thread)", flush=True)
         print()
         for n in args.changes:
             med = {label: statistics.median(v) for label, v in results[n].items()}
@@ -317,12 +330,14 @@ def main() -> None:
             print(f"{n:,} changes ({shape}), medians of {args.repeat} (and the best round):")
             alone = {label: statistics.median(v) for label, v in pops[n].items()}
             print("| path | seconds | changes/s | best seconds | consumer alone, changes/s "
-                  "| swssd consumer CPU us/change |")
-            print("| --- | ---: | ---: | ---: | ---: | ---: |")
+                  "| consumer CPU us/change | producer CPU us/change (sending thread) |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
             for label, *_ in rows:
-                cpu_med = f"{statistics.median(cpus[n][label]):.2f}" if label in cpus[n] else "-"
+                cpu_med = f"{statistics.median(cpus[n][label]):.2f}"
+                sent = sends[n][label]
                 print(f"| {label} | {med[label]:.3f} | {n / med[label]:,.0f} | {best[label]:.3f} "
-                      f"| {n / alone[label]:,.0f} | {cpu_med} |")
+                      f"| {n / alone[label]:,.0f} | {cpu_med} | {statistics.median(c for c, _ in sent):.2f} "
+                      f"({statistics.median(t for _, t in sent):.2f}) |")
             if "C++ ZMQ" in med and "C++ -> swssd ZMQ" in med:
                 print(f"swssd consumer vs C++ consumer (C++ producer), first pop to last pop: "
                       f"{alone['C++ ZMQ'] / alone['C++ -> swssd ZMQ']:.2f}x; from the first send: "

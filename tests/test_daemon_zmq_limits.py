@@ -101,6 +101,10 @@ def state_table_latencies(server: EmbeddedRedis, record: Path, count: int, every
     return sorted(got[k] - sent[k] if k in got else float("inf") for k in sent)
 
 
+def p95(latencies: list[float]) -> float:
+    return latencies[int(len(latencies) * 0.95) - 1]
+
+
 def config(tmp_path: Path, server: EmbeddedRedis, endpoint: str, port: int, **zmq_orch: object) -> Path:
     doc = {
         "metrics": {"enabled": True, "address": "127.0.0.1", "port": port},
@@ -223,12 +227,20 @@ ctx.term()
 def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
     """4 peers send 1 MB messages as fast as they can for 8 s into a plugin that takes 10 ms a
     task: the daemon stops reading (the peers' sends fail with EAGAIN and wait), its RSS stays
-    under 300 MB, and a Redis state table beside it is delivered with p95 under 20 ms."""
+    under 300 MB, and a Redis state table beside it is delivered with p95 under 20 ms.
+
+    On a machine busy with other work the delivery p95 is that work's, flood or not (measured
+    here without any flood: 5-160 ms as it came and went): the same delivery is then measured
+    without the flood, before it and after it, and the flood may take the p95 to twice the
+    larger of the two and no further (a daemon that read the flood without bound took it from
+    2 to 305 ms). On a quiet machine both are a few ms and the bound is the 20 ms."""
     port, zport = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{zport}"
+    record = tmp_path / "stamps.jsonl"
     daemon = DaemonProcess(config(tmp_path, clean_redis, endpoint, port, delay=0.01), tmp_path / "log")
     try:
         daemon.wait_ready()
+        before = p95(state_table_latencies(clean_redis, record, 100, 0.03))
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
         flood = subprocess.Popen([sys.executable, "-c", FLOOD, endpoint, "8", "4"], stdout=subprocess.PIPE,
                                  text=True, env=env)
@@ -240,21 +252,21 @@ def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, 
             peak = max(peak, rss_mb(daemon.proc.pid))
 
         sample()
-        latencies = state_table_latencies(clean_redis, tmp_path / "stamps.jsonl", 100, 0.03)
+        latencies = state_table_latencies(clean_redis, record, 100, 0.03)
         sample()
         while flood.poll() is None:
             sample()
             time.sleep(0.1)
         assert flood.returncode == 0
         figures = metrics(port)
-        p95 = latencies[int(len(latencies) * 0.95) - 1]
         assert peak <= 300, f"RSS peaked at {peak:.0f} MB"
-        load = os.getloadavg()[0]
-        if p95 > 0.020 and load > (os.cpu_count() or 1):
-            # measured here with the flood going into another process instead: p95 4-62 ms, and
-            # without any flood 5-160 ms, as other work on the machine came and went
-            pytest.skip(f"p95 {p95 * 1000:.1f} ms at load {load:.1f}: the machine is too busy to judge latency")
-        assert p95 <= 0.020, f"p95 {p95 * 1000:.1f} ms: {latencies}"
+        after = p95(state_table_latencies(clean_redis, record, 100, 0.03))
+        quiet = max(before, after)
+        flooded = p95(latencies)
+        assert flooded <= max(0.020, 2 * quiet), (
+            f"p95 {flooded * 1000:.1f} ms in the flood, {before * 1000:.1f} ms before it and {after * 1000:.1f} ms "
+            f"after it (load {os.getloadavg()[0]:.1f}): {latencies}"
+        )
         assert figures["swssd_zmq_malformed_total"] == 0
         assert daemon.stop(timeout=60) == 0
     finally:

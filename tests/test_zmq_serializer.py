@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from swssd import KeyOpFieldsValues
 from swssd.channels.zmq import one_change as readers
 from swssd.channels.zmq import serializer
+from swssd.channels.zmq.encoder import OneChangeEncoder
 from swssd.channels.zmq.one_change import read_one, remember_tail
 from swssd.channels.zmq.serializer import (
     MAX_MESSAGE_SIZE,
@@ -34,8 +35,18 @@ from swssd.channels.zmq.serializer import (
     header,
     read_header,
     serialize,
-    serialize_one,
 )
+
+_encoders: dict[bytes, OneChangeEncoder] = {}
+
+
+def serialize_one(head: bytes, key: str, fvs: list[tuple[str, str]]) -> bytes:
+    """The producer's one-change message, from one encoder per table kept across calls (as each
+    producer keeps its own), so fields encoded before are used again."""
+    encoder = _encoders.get(head)
+    if encoder is None:
+        encoder = _encoders[head] = OneChangeEncoder(head)
+    return encoder.encode(key, fvs)
 
 
 def n(value: int) -> bytes:
@@ -398,46 +409,62 @@ def test_kept_tails_are_bounded() -> None:
     assert read_one(serialize("APPL_DB", "T", [KFV("j", "SET", long_fvs)]), header("APPL_DB", "T")) is None
 
 
-def test_encoded_fields_are_bounded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_encoded_fields_are_bounded_and_exact() -> None:
     """The producer keeps at most _TAILS encoded field lists; equal fields in another list or
     tuple give the same bytes; fields that differ only in a way == ignores are not confused."""
-    monkeypatch.setattr(serializer, "_ENCODED_JUDGE", 10**9)  # never rests here
-    monkeypatch.setattr(serializer, "_encoded_pause", 0)
     head = header("APPL_DB", "T")
+    encoder = OneChangeEncoder(head)
+    encoder.JUDGE = 10**9  # never rests here
     sizes = set()
     for i in range(serializer._TAILS + 50):
-        serialize_one(head, "k", [("seq", str(i))])
-        sizes.add(len(serializer._encoded))
-    assert max(sizes) == serializer._TAILS and len(serializer._encoded) < serializer._TAILS
+        encoder.encode("k", [("seq", str(i))])
+        sizes.add(len(encoder.kept))
+    assert max(sizes) == serializer._TAILS and len(encoder.kept) < serializer._TAILS
     fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
-    first = serialize_one(head, "a", fvs)
-    assert serialize_one(head, "a", tuple(fvs)) == first == serialize("APPL_DB", "T", [KFV("a", "SET", fvs)])
-    assert serialize_one(head, "a", [("nexthop", "10.0.0.1"), ("ifname", "Ethernet1")]) != first
+    first = encoder.encode("a", fvs)
+    assert tuple(fvs) in encoder.kept
+    assert encoder.encode("a", tuple(fvs)) == first == serialize("APPL_DB", "T", [KFV("a", "SET", fvs)])
+    assert encoder.encode("a", [("nexthop", "10.0.0.1"), ("ifname", "Ethernet1")]) != first
     bad = [("f", "\udcff")]  # a surrogate escape: the byte 0xff
-    assert serialize_one(head, "b", bad) == serialize("APPL_DB", "T", [KFV("b", "SET", bad)])
-    assert serialize_one(head, "b", bad).endswith(b"\xff")
+    assert encoder.encode("b", bad) == serialize("APPL_DB", "T", [KFV("b", "SET", bad)])
+    assert encoder.encode("b", bad).endswith(b"\xff")
     with pytest.raises(MessageTooLargeError):
-        serialize_one(head, "x" * MAX_MESSAGE_SIZE, fvs)
+        encoder.encode("x" * MAX_MESSAGE_SIZE, fvs)
+    with pytest.raises(MessageTooLargeError):
+        encoder.encode("x" * MAX_MESSAGE_SIZE, fvs)  # its fields kept this time
 
 
-def test_encoded_fields_rest_while_they_never_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fields that never repeat: serialize_one keeps a few, then stops looking for _ENCODED_PAUSE
-    calls; fields that repeat are kept again after it. The bytes are the same throughout."""
-    monkeypatch.setattr(serializer, "_ENCODED_JUDGE", 50)
-    monkeypatch.setattr(serializer, "_ENCODED_PAUSE", 200)
-    monkeypatch.setattr(serializer, "_encoded", {})
-    monkeypatch.setattr(serializer, "_encoded_tries", 0)
-    monkeypatch.setattr(serializer, "_encoded_hits", 0)
-    monkeypatch.setattr(serializer, "_encoded_pause", 0)
+def test_encoded_fields_rest_while_they_never_repeat() -> None:
+    """Fields that never repeat: the encoder keeps a few, then stops looking for PAUSE messages;
+    fields that repeat are kept again after it. The bytes are the same throughout."""
     head = header("APPL_DB", "T")
+    encoder = OneChangeEncoder(head)
+    encoder.JUDGE = 50
+    encoder.PAUSE = 200
     for i in range(300):
         change = KFV(f"k{i}", "SET", [("seq", str(i))])
-        assert serialize_one(head, change.key, change.fvs) == serialize("APPL_DB", "T", [change])
-    assert len(serializer._encoded) < 150  # 300 without the rest
+        assert encoder.encode(change.key, change.fvs) == serialize("APPL_DB", "T", [change])
+    assert len(encoder.kept) < 150  # 300 without the rest
     fvs = [("nexthop", "10.0.0.1")]
     for i in range(600):
-        assert serialize_one(head, f"r{i}", fvs) == serialize("APPL_DB", "T", [KFV(f"r{i}", "SET", fvs)])
-    assert tuple(fvs) in serializer._encoded
+        assert encoder.encode(f"r{i}", fvs) == serialize("APPL_DB", "T", [KFV(f"r{i}", "SET", fvs)])
+    assert tuple(fvs) in encoder.kept
+
+
+def test_deletes_do_not_count_against_the_kept_fields() -> None:
+    """Three deletes to a set whose fields repeat: the fields are still found kept every time
+    (deletes have no fields to keep), and every message is serialize()'s."""
+    head = header("APPL_DB", "T")
+    encoder = OneChangeEncoder(head)
+    encoder.JUDGE = 50
+    fvs = [("nexthop", "10.0.0.1"), ("ifname", "Ethernet0")]
+    for i in range(400):
+        key = f"r{i}"
+        if i % 4:
+            assert encoder.encode(key, ()) == serialize("APPL_DB", "T", [KFV(key, "DEL", [])])
+        else:
+            assert encoder.encode(key, fvs) == serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])
+    assert encoder.pause == 0 and tuple(fvs) in encoder.kept
 
 
 # -- data whose fields do not repeat (issue 27) ---------------------------------------------------
@@ -553,4 +580,27 @@ def test_serialize_one_is_serialize_for_any_text(key: str, fvs: list[tuple[str, 
     """The one-change encoder (ASCII strings under 256 bytes as text, joined and encoded once;
     anything else string by string) writes exactly serialize()'s bytes."""
     head = header("APPL_DB", "T")
-    assert serialize_one(head, key, fvs) == serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])
+    expected = serialize("APPL_DB", "T", [KFV(key, "SET", fvs)])
+    assert serialize_one(head, key, fvs) == expected
+    encoder = OneChangeEncoder(head)
+    encoder.pause = 1  # resting: encoded afresh, nothing looked up
+    assert encoder.encode(key, fvs) == expected
+    assert encoder.encode(key, fvs) == expected  # encoded afresh and kept
+    assert encoder.encode(key, fvs) == expected  # its fields kept
+
+
+@pytest.mark.parametrize("size", [0, 1, 126, 127, 128, 129, 255, 256, 70000])
+def test_one_change_encoder_at_the_text_bounds(size: int) -> None:
+    """Strings under 128 bytes and fewer than 126 fields are encoded as text, anything else
+    string by string: the same bytes as serialize() on either side of each bound, for the key,
+    a field, a value, the table's name and the number of fields."""
+    text = "x" * size
+    cases = [(text, [("f", "v")]), ("k", [(text, "v")]), ("k", [("f", text)])]
+    if size < 1024:
+        cases.append(("k", [(f"f{i}", "v") for i in range(size)]))
+    for table in ("T", "T" * min(size, 300)):
+        encoder = OneChangeEncoder(header("APPL_DB", table))
+        for key, fvs in cases:
+            expected = serialize("APPL_DB", table, [KFV(key, "SET" if fvs else "DEL", fvs)])
+            assert encoder.encode(key, fvs) == expected
+            assert encoder.encode(key, fvs) == expected  # the fields kept

@@ -5,13 +5,17 @@
 //       builds <count> route-like changes (4 fields; with "unique", values that differ per
 //       key, as bench_zmq.py's unique_fields() makes them) in memory, prints "ready", waits for a line
 //       on stdin, prints the CLOCK_MONOTONIC nanoseconds, sends each change with set(), prints
-//       "sent" and waits for another line before exiting (linger 0 would drop what is queued)
+//       {"producer_cpu_ns": ..., "producer_thread_ns": ...} (getrusage: the process, libzmq's
+//       thread included, and the sending thread alone, over the sends), then "sent", and waits
+//       for another line before exiting (linger 0 would drop what is queued)
 //   zmq_bench consume <database_config.json> <endpoint> <count>
 //       binds a ZmqServer with a ZmqConsumerStateTable (pop batch 128) under swss::Select,
 //       prints "ready", pops until <count> changes arrived, and prints
 //       {"count": N, "first_ns": ..., "last_ns": ...}: CLOCK_MONOTONIC at the start of the pop
-//       that returned the first change and at the end of the pop that returned the last, and
-//       "early_timeouts": times select() said TIMEOUT well before its 1 s time-out
+//       that returned the first change and at the end of the pop that returned the last,
+//       "early_timeouts": times select() said TIMEOUT well before its 1 s time-out, and
+//       "cpu_ns": the process's CPU (every thread, getrusage) from "ready" to the last pop
+#include <sys/resource.h>
 #include <time.h>
 
 #include <deque>
@@ -31,6 +35,14 @@ static long long nowNs()
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long cpuNs(int who)
+{
+    struct rusage ru;
+    getrusage(who, &ru);
+    return ((long long)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL
+        + ((long long)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 }
 
 static std::string routeKey(long i)
@@ -64,10 +76,14 @@ static int produce(swss::DBConnector &db, const std::string &endpoint, long coun
     std::string line;
     std::getline(std::cin, line);
     std::cout << nowNs() << std::endl;
+    long long cpu = cpuNs(RUSAGE_SELF), thread = cpuNs(RUSAGE_THREAD);
     for (const auto &r : routes)
     {
         p.set(r.first, r.second);
     }
+    cpu = cpuNs(RUSAGE_SELF) - cpu;
+    thread = cpuNs(RUSAGE_THREAD) - thread;
+    std::cout << "{\"producer_cpu_ns\": " << cpu << ", \"producer_thread_ns\": " << thread << "}" << std::endl;
     std::cout << "sent" << std::endl;
     std::getline(std::cin, line);
     return 0;
@@ -80,6 +96,7 @@ static int consume(swss::DBConnector &db, const std::string &endpoint, long coun
     swss::Select sel;
     sel.addSelectable(&c);
     std::cout << "ready" << std::endl;
+    long long cpu = cpuNs(RUSAGE_SELF);
     std::deque<swss::KeyOpFieldsValuesTuple> batch;
     long got = 0;
     long long first = 0, last = 0;
@@ -127,7 +144,7 @@ static int consume(swss::DBConnector &db, const std::string &endpoint, long coun
         batch.clear();
     }
     std::cout << "{\"count\": " << got << ", \"first_ns\": " << first << ", \"last_ns\": " << last
-              << ", \"early_timeouts\": " << early << "}" << std::endl;
+              << ", \"early_timeouts\": " << early << ", \"cpu_ns\": " << cpuNs(RUSAGE_SELF) - cpu << "}" << std::endl;
     return 0;
 }
 

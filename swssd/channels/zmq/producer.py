@@ -8,7 +8,8 @@ from ...fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValu
 from ...redis.connector import DBConnector
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
-from .serializer import header, serialize_one, serialize_with
+from .encoder import OneChangeEncoder
+from .serializer import header, serialize_with
 from .sockets import ZmqClient
 
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
@@ -33,6 +34,7 @@ class ZmqProducerStateTable(TableBase):
         self.client = client
         self.db_name = db.name
         self._header = header(db.name, name)
+        self._encode = OneChangeEncoder(self._header).encode
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
 
     @property
@@ -40,18 +42,24 @@ class ZmqProducerStateTable(TableBase):
         return self._updater is not None
 
     async def set(self, key: str, fvs: FieldValuesLike, op: str = SET_COMMAND, prefix: str = "") -> None:
-        """Send one entry's fields (prefix is accepted for C++ parity and unused, as there)."""
-        pairs = as_field_values(fvs)
-        data = serialize_one(self._header, key, pairs)  # the hot path: send() inlined
-        client = self.client
-        if not client.send_nowait(data):
-            await client.send_bytes(data)
+        """Send one entry's fields (prefix is accepted for C++ parity and unused, as there).
+        The hot path: the message built and handed to the socket without awaiting anything
+        (as the C++ set() sends at once); only a full queue waits, to retry."""
+        if type(fvs) is not list:
+            fvs = as_field_values(fvs)
+        data = self._encode(key, fvs)
+        if not self.client.send_nowait(data):
+            await self.client.send_bytes(data)
         if self._updater is not None:
-            self._updater.update(key, op, pairs)
+            self._updater.update(key, op, fvs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
-        """Send the deletion of one entry."""
-        await self.send([tuple.__new__(KeyOpFieldsValues, (key, op, []))])
+        """Send the deletion of one entry (a one-change message without fields, as set())."""
+        data = self._encode(key, ())
+        if not self.client.send_nowait(data):
+            await self.client.send_bytes(data)
+        if self._updater is not None:
+            self._updater.update(key, op, [])
 
     async def set_many(self, entries: Iterable[SetEntry]) -> None:
         """Send many entries in one message (the C++ batched set): (key, fvs) pairs or

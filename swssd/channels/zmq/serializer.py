@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from ...errors import SwssdError
 from ...fields import DEL_COMMAND, SET_COMMAND, KeyOpFieldsValues
@@ -86,89 +86,15 @@ def serialize_with(head: bytes, changes: Iterable[KeyOpFieldsValues | Sequence[A
     parts[1] = head
     data = b"".join(parts)
     if len(data) >= MAX_MESSAGE_SIZE:
-        raise MessageTooLargeError(
-            f"message of {len(data)} bytes; the C++ library sends and receives less than "
-            f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
-        )
+        _too_large(len(data))
     return data
 
 
-def serialize_one(head: bytes, key: str, fvs: Sequence[tuple[str, str]]) -> bytes:
-    """serialize_with(head, [(key, op, fvs)]): the one-change message a set() or delete() sends,
-    built without the general loop (the producer's hot path). The encoded fields of the last
-    few thousand distinct field lists are kept (a route table repeats few next-hop groups):
-    then only the key is encoded. When fewer than a third of the last _ENCODED_JUDGE calls found
-    their fields kept, nothing is looked up or kept for the next _ENCODED_PAUSE calls (fields
-    that never repeat would only pay for it)."""
-    global _encoded_tries, _encoded_hits, _encoded_pause
-    pack = _pack
-    pairs: tuple[tuple[str, str], ...] = ()
-    known = None
-    if _encoded_pause:
-        _encoded_pause -= 1
-    else:
-        try:
-            pairs = tuple(fvs)
-            known = _encoded.get(pairs)
-        except TypeError:  # pairs that are lists: not hashable, encoded each time
-            pairs = ()
-        _encoded_tries += 1
-        if known is not None:
-            _encoded_hits += 1
-        if _encoded_tries >= _ENCODED_JUDGE:
-            if _encoded_hits * 3 < _encoded_tries:
-                _encoded_pause = _ENCODED_PAUSE
-            _encoded_tries = _encoded_hits = 0
-    try:
-        k = key.encode()
-        if known is not None:
-            data = b"".join((known[0], head, pack(len(k)), k, known[1]))
-        else:
-            n = len(fvs)
-            # As text first: a length prefix per string from a table, one join, one encode
-            # (half the time of encoding and packing each string); ASCII under 256 bytes a
-            # string only, where characters are bytes.
-            lens = _LENGTHS
-            text = None
-            if n < 1024:
-                try:
-                    tparts = [_COUNT_TEXTS[n]]
-                    for field, value in fvs:
-                        tparts += (lens[len(field)], field, lens[len(value)], value)
-                    text = "".join(tparts)
-                except IndexError:
-                    text = None
-            if text is not None and text.isascii():
-                tail = text.encode()
-            else:
-                parts = [_COUNT_PAIRS[n]]
-                for field, value in fvs:
-                    f = field.encode()
-                    v = value.encode()
-                    parts += (pack(len(f)), f, pack(len(v)), v)
-                tail = b"".join(parts)
-            count = pack(n + 2)
-            if pairs and len(tail) <= _TAIL_BYTES:
-                if len(_encoded) >= _TAILS:
-                    _encoded.clear()
-                _encoded[pairs] = (count, tail)
-            data = b"".join((count, head, pack(len(k)), k, tail))
-    except (UnicodeEncodeError, IndexError):  # surrogate escapes, or 1024 fields and more
-        return serialize_with(head, ((key, "", fvs),))
-    if len(data) >= MAX_MESSAGE_SIZE:
-        raise MessageTooLargeError(
-            f"message of {len(data)} bytes; the C++ library sends and receives less than "
-            f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
-        )
-    return data
-
-
-#: field/value pairs -> (pair count of a one-change message with them, their encoded tail)
-_encoded: dict[tuple[tuple[str, str], ...], tuple[bytes, bytes]] = {}
-#: serialize_one() judges the cache every _ENCODED_JUDGE calls, and rests it for _ENCODED_PAUSE
-_ENCODED_JUDGE = 512
-_ENCODED_PAUSE = 16384
-_encoded_tries = _encoded_hits = _encoded_pause = 0
+def _too_large(size: int) -> NoReturn:
+    raise MessageTooLargeError(
+        f"message of {size} bytes; the C++ library sends and receives less than "
+        f"{MAX_MESSAGE_SIZE} (MQ_RESPONSE_MAX_COUNT): send fewer changes at once"
+    )
 
 
 def _parts(changes: Sequence[KeyOpFieldsValues | Sequence[Any]], encode: Callable[[str], bytes]) -> list[bytes]:
@@ -200,9 +126,6 @@ def _string(data: bytes) -> bytes:
 
 #: a field count as its length-prefixed decimal text, for the counts of most changes
 _COUNT_PAIRS = [_string(str(n).encode()) for n in range(1024)]
-#: the length prefix of a string of n < 256 bytes, and _COUNT_PAIRS, as latin-1 text
-_LENGTHS = [_pack(n).decode("latin-1") for n in range(256)]
-_COUNT_TEXTS = [c.decode("latin-1") for c in _COUNT_PAIRS]
 
 
 def read_header(data: bytes) -> tuple[str, str]:
@@ -282,7 +205,7 @@ def deserialize(data: bytes) -> tuple[str, str, list[KeyOpFieldsValues]]:
 
 
 #: tails kept at most (then forgotten all at once), and the longest tail worth keeping (the
-#: producer's kept encodings of serialize_one() use the same bounds)
+#: producer's kept encodings, encoder.py, use the same bounds)
 _TAILS = 2048
 _TAIL_BYTES = 1024
 
