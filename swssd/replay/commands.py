@@ -40,7 +40,8 @@ def _instant(args: argparse.Namespace, name: str) -> int | None:
 def input_options(args: argparse.Namespace) -> InputOptions:
     return InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
                         timezone=args.timezone, rec_db=args.rec_db,
-                        unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())))
+                        unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())),
+                        max_line_bytes=args.max_line_bytes, long_lines=getattr(args, "long_lines", None))
 
 
 def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
@@ -64,12 +65,27 @@ def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> 
 def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
     """Print what was read; write rejected lines (a second pass, only when there are any)."""
     counts = inputs.counts()
+    _note_long_lines(inputs)
     path = None
     if counts.get("rejects"):
         path = out_path(args, "rejects")
         inputs.rejects.write.mode("overwrite").json(path)
     _print_counts(counts, path)
     return counts
+
+
+#: notes printed for lines over the limit (all of them are in the rejects)
+_LONG_LINE_NOTES = 10
+
+
+def _note_long_lines(inputs: Inputs) -> None:
+    found = inputs.long_lines()
+    for x in found[:_LONG_LINE_NOTES]:
+        print(f"swssd replay: note: {x.path}: {x.reason(inputs.max_line_bytes)}; counted as a rejected line",
+              file=sys.stderr)
+    if len(found) > _LONG_LINE_NOTES:
+        print(f"swssd replay: note: {len(found) - _LONG_LINE_NOTES} more line(s) over the limit: see the rejects",
+              file=sys.stderr)
 
 
 def _print_counts(counts: dict[str, int], rejects_path: str | None) -> None:
@@ -349,7 +365,9 @@ def run_compact(spark: SparkSession, args: argparse.Namespace) -> int:
     """cli.main checked --out (segment_mod.check_out) before Spark started."""
     out = Path(args.out)
     segments = getattr(args, "segments", [])
-    counts = segment_mod.compact(_load(spark, args), input_options(args), segments, out)
+    inputs = _load(spark, args)
+    counts = segment_mod.compact(inputs, input_options(args), segments, out)
+    _note_long_lines(inputs)
     _print_counts(counts, str(out / "rejects") if counts["rejects"] else None)
     sources = segment_mod.sources_of(args.inputs, segments)
     print(f"segment of {len(sources)} capture file(s): {counts['events']} events -> {out}")
