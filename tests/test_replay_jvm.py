@@ -105,6 +105,46 @@ def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: tuple[Path,
     assert ARCHIVE_MAPPED in log.read_text()
 
 
+def _lock_free(cache: Path) -> bool:
+    """No run or keeper holds the claim on writing an archive."""
+    import fcntl
+
+    for lock in (cache / "swssd").glob("replay-cds-*.lock"):
+        with lock.open("rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+    return True
+
+
+def test_the_archive_is_written_once_for_replays_in_a_row(tmp_path: Path) -> None:
+    """A replay started while the first one's JVM and keeper still write the archive (20-60 s)
+    runs without it and writes none; once kept, later replays map it and leave it as it is."""
+    cache, capture = tmp_path / "cache", _capture(tmp_path)
+    first, err = _run(capture, tmp_path / "out1", cache)
+    assert "saving the JVM's class archive" in err
+    assert not _archives(cache), "the test needs the second run to start while the first's archive is written"
+    second, err = _run(capture, tmp_path / "out2", cache)
+    assert second == first
+    assert "saving the JVM's class archive" not in err
+    _wait_for_archive(cache)
+    for _ in range(1500):
+        if _lock_free(cache):
+            break
+        time.sleep(0.2)
+    (archive,) = _archives(cache)
+    written = archive.stat()
+    log, extra = _class_log(tmp_path, "third")
+    third, err = _run(capture, tmp_path / "out3", cache, *extra)
+    assert third == first and "saving the JVM's class archive" not in err
+    assert ARCHIVE_MAPPED in log.read_text()
+    time.sleep(1)
+    assert _lock_free(cache) and _archives(cache) == [archive] and not list((cache / "swssd").glob("*.tmp"))
+    now = archive.stat()
+    assert (now.st_ino, now.st_mtime_ns, now.st_size) == (written.st_ino, written.st_mtime_ns, written.st_size)
+
+
 def _damaged_cache(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> Path:
     """A copy of the made cache with its archive damaged; its recorded size kept right."""
     cache = tmp_path / "cache"
@@ -209,7 +249,14 @@ def test_plan_uses_a_complete_archive_and_makes_one_otherwise(tmp_path: Path, mo
     archive = tmp_path / "replay-cds-k.jsa"
     assert first.final == archive
     archive.write_bytes(b"x" * 100)
-    assert jvm.plan(c1=True, directory=tmp_path).dump_to is not None  # no recorded size: incomplete
+    # while the first run may still write it, no other run writes one
+    meanwhile = jvm.plan(c1=True, directory=tmp_path)
+    assert meanwhile.dump_to is None and meanwhile.archive is None and meanwhile.claim is None
+    assert not any("Archive" in o or "Shared" in o for o in meanwhile.options)
+    first.release()  # its archive kept or given up
+    again = jvm.plan(c1=True, directory=tmp_path)
+    assert again.dump_to is not None  # no recorded size: incomplete
+    again.release()
     Path(f"{archive}.size").write_text("99\n")
     assert jvm.plan(c1=True, directory=tmp_path).archive is None  # not the recorded size
     Path(f"{archive}.size").write_text("100\n")

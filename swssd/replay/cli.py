@@ -190,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if early is not None and not early[0].used:
             early[0].stop()  # an error before the session started: its JVM ends here
+            early[1].release()
 
 
 def _report_problem(args: argparse.Namespace) -> str | None:

@@ -8,7 +8,11 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
 - Class data sharing (CDS): the classes a replay loads, parsed and verified once, are kept in an
   archive that later JVMs map at start (`-XX:SharedArchiveFile`). The first replay that starts a
   JVM makes it (`-XX:ArchiveClassesAtExit`): the JVM writes it when it exits, after the command
-  printed its results and returned (see hand_off: 20-60 s nobody waits for). It lives in
+  printed its results and returned (see hand_off: 20-60 s nobody waits for). One run at a time
+  writes it: the run that decides to holds a lock (`flock` on replay-cds-<key>.lock) until its
+  archive is kept or given up, its keeper holding it after the command returned; a run started
+  meanwhile runs without the archive and writes none (before, every run started in those
+  20-60 s wrote one more, printed so, and replaced the archive with its own). It lives in
   `$XDG_CACHE_HOME/swssd/` (`~/.cache/swssd/`), named by a fingerprint of the Java runtime and of
   Spark's jars, so that an upgrade of either makes a new one (the old one is then removed).
 - For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
@@ -26,6 +30,7 @@ are off (they would go to stdout). `SWSSD_REPLAY_CDS=0` turns the archive off.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -139,6 +144,8 @@ class Start:
     archive: Path | None = None
     #: the temporary file the JVM writes an archive to at exit, if any
     dump_to: Path | None = None
+    #: a descriptor holding the lock that makes this run the archive's one writer (see _claim)
+    claim: int | None = None
 
     @property
     def final(self) -> Path | None:
@@ -155,6 +162,14 @@ class Start:
             _remove(self.dump_to)
         self.options = [o for o in self.options if not o.startswith(_CDS_OPTIONS)]
         self.archive = self.dump_to = None
+        self.release()
+
+    def release(self) -> None:
+        """Let other runs write the archive (this one's is kept, given up, or in a keeper's hands)."""
+        if self.claim is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.claim)
+            self.claim = None
 
 
 def _size_file(archive: Path) -> Path:
@@ -205,13 +220,29 @@ def plan(c1: bool, java_options: str = "", directory: Path | None = None) -> Sta
         return Start([*options, "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}"], archive=archive)
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        claim = _claim(directory / f"{_PREFIX}{key}.lock")
+        if claim is None:  # another run is writing it
+            return Start(options)
         _remove_stale(directory)
         dump_to = directory / f"{_PREFIX}{key}.{os.getpid()}.tmp"
         dump_to.touch()  # writable? (the JVM replaces it)
         dump_to.unlink()
     except OSError:
         return Start(options)
-    return Start([*options, f"-XX:ArchiveClassesAtExit={dump_to}"], dump_to=dump_to)
+    return Start([*options, f"-XX:ArchiveClassesAtExit={dump_to}"], dump_to=dump_to, claim=claim)
+
+
+def _claim(lock: Path) -> int | None:
+    """A descriptor holding an exclusive flock on `lock`, None when another holds it. The lock goes
+    with the last descriptor of it (this process's, or the keeper's that inherited it): a run that
+    is killed never leaves the archive unwritable."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _remove_stale(directory: Path) -> None:
@@ -230,7 +261,16 @@ def finish(start: Start, proc: subprocess.Popen[bytes] | None, note: bool = True
     kept only when the JVM exited cleanly. Archives of other Java or Spark installations go.
     """
     if start.dump_to is None or proc is None or start.final is None:
+        start.release()
         return
+    try:
+        _finish(start, proc, note)
+    finally:
+        start.release()
+
+
+def _finish(start: Start, proc: subprocess.Popen[bytes], note: bool) -> None:
+    assert start.dump_to is not None and start.final is not None
     if note:
         print(f"swssd replay: saving the JVM's class archive in {start.dump_to.parent} for faster starts "
               "(once)", file=sys.stderr, flush=True)
@@ -316,7 +356,8 @@ def archive_maps(command: Sequence[str]) -> bool:
 
 def hand_off(start: Start, pid: int) -> bool:
     """Start the detached keeper of the archive the JVM `pid` writes as it exits; False (nothing
-    started) when that cannot be done here, and the caller waits for the JVM itself."""
+    started) when that cannot be done here, and the caller waits for the JVM itself. The keeper
+    inherits the claim on the archive and holds it until it is done."""
     if start.dump_to is None or start.final is None:
         return False
     try:
@@ -333,10 +374,11 @@ def hand_off(start: Start, pid: int) -> bool:
         subprocess.Popen(
             [sys.executable, "-m", "swssd.replay.jvm", json.dumps(job)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=start.dump_to.parent, start_new_session=True,
+            cwd=start.dump_to.parent, start_new_session=True, pass_fds=() if start.claim is None else (start.claim,),
         )
     except OSError:
         return False
+    start.release()
     return True
 
 
