@@ -145,7 +145,8 @@ def test_history_keeps_file_order_for_equal_timestamps(
                "--key", "Ethernet8", "--key", "10.*") == 0
     printed = capsys.readouterr().out
     lines = [line.split() for line in printed.splitlines() if line.startswith("2026-")]
-    got = [(w[3], w[4], w[5] if len(w) > 5 else "") for w in lines]
+    assert {w[2] for w in lines} == {"APPL_DB"}
+    got = [(w[4], w[5], w[6] if len(w) > 6 else "") for w in lines]
     assert got == [  # time order; equal instants in file order, and rotated files first
         ("10.1.0.0/24", "SET", "nexthop=10.0.0.1,10.0.0.5"),
         ("10.1.0.0/24", "DEL", ""),
@@ -465,9 +466,11 @@ async def test_notifications_show_in_history_and_stats_never_in_state(
     out = tmp_path / "out"
     assert run("history", jsonl, "--output", str(out)) == 0
     rows = printed_events(capsys.readouterr().out)
-    ops = [" ".join(x for x in w[4:] if "=" not in x) for w in rows]  # op and its marks, no fields
-    assert [w[2] for w in rows] == ["PORT_TABLE", *["NOTIFICATIONS"] * 3, "PORT_TABLE", "PORT_TABLE",
+    ops = [" ".join(x for x in w[5:] if "=" not in x) for w in rows]  # op and its marks, no fields
+    assert [w[3] for w in rows] == ["PORT_TABLE", *["NOTIFICATIONS"] * 3, "PORT_TABLE", "PORT_TABLE",
                                     "NOTIFICATIONS", "PORT", "LLDP_TABLE"]
+    # each with its database: CONFIG_DB's PORT beside APPL_DB's PORT_TABLE
+    assert [w[2] for w in rows] == [*["APPL_DB"] * 7, "CONFIG_DB", "APPL_DB"]
     assert ops == ["SET", "port_state_change (notification)", "port_state_change (notification)",
                    "fdb_event (notification)", "SET (notification)", "DEL (notification)",
                    "fdb_event (notification) (dead letter)", "SET (subscriber)", "SET (queue)"]
@@ -658,3 +661,4 @@ def test_a_truncated_or_false_gz_costs_that_file_only(
     files = sorted(r["source"].rsplit("/", 1)[1] for r in rejects if r["value"] == "")
     assert files == ["swss.rec.3.gz", "swss.rec.4.gz"], rejects
     assert "6 rejected" in printed.out, printed.out  # the 4 rejected lines and the 2 files
+

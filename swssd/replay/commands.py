@@ -164,11 +164,13 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     if args.limit:
         first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
         rows = [
-            (r["ts"], r["host"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
+            (r["ts"], r["host"], r["db"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
              _fields_text(r["fvs"]))
             for r in first
         ]
-        print(text_table(["ts", "host", "table", "key", "op", "fields"], rows, max_width=80))
+        # the db too: CONFIG_DB's PORT and APPL_DB's PORT_TABLE (or one table name in two
+        # databases) mix in one history
+        print(text_table(["ts", "host", "db", "table", "key", "op", "fields"], rows, max_width=80))
         if total > len(rows):
             print(f"... {total - len(rows)} more in {path}")
     return 0
@@ -198,8 +200,8 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     top = st.keys.limit(args.top).collect()
     print(f"\nmost changed keys (flapping) -> {keys_path}")
     print(text_table(
-        ["host", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
-        [(r["host"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
+        ["host", "db", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
+        [(r["host"], r["db"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
           r["active_minutes"], r["first_ts"], r["last_ts"]) for r in top],
     ))
     ops = notifications_written.orderBy(
