@@ -662,3 +662,31 @@ def test_a_truncated_or_false_gz_costs_that_file_only(
     assert files == ["swss.rec.3.gz", "swss.rec.4.gz"], rejects
     assert "6 rejected" in printed.out, printed.out  # the 4 rejected lines and the 2 files
 
+
+async def test_one_daemon_is_one_host_in_its_swss_rec_and_its_json_lines(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's swss.rec names no host, and its folder is named otherwise (`capture`): the host
+    it keeps beside the file names it as its JSON records do. SONiC's own swss.rec, with nothing of
+    swssd's beside it, keeps its folder's name."""
+    cap = tmp_path / "captures" / "capture"
+    w = CaptureWriter(cap, host="vm", rec=True)
+    await w.start()
+    w.record("APPL_DB", "PORT_TABLE", ":", [KeyOpFieldsValues("Ethernet0", "SET", [("mtu", "9100")])])
+    w.record("CONFIG_DB", "PORT", "|", [KeyOpFieldsValues("Ethernet0", "SET", [("speed", "1")])], kind="subscriber")
+    await w.close()
+    sonic = tmp_path / "captures" / "sw-leaf1"
+    shutil.copytree(rec_dir, sonic)
+    for paths in ([str(cap / "swss.rec")], [str(cap / "swssd.capture.jsonl")]):
+        assert {r["host"] for r in load(spark, InputOptions(paths)).events.collect()} == {"vm"}, paths
+    out = tmp_path / "out"
+    assert run("state", str(cap / "swss.rec"), str(sonic / "swss.rec*"), "--output", str(out)) == 0
+    capsys.readouterr()
+    state = spark.read.parquet(str(out / "state"))
+    assert {(r["host"], r["db"], r["table"]) for r in state.select("host", "db", "table").distinct().collect()} >= {
+        ("vm", "APPL_DB", "PORT_TABLE"), ("vm", "CONFIG_DB", "PORT"), ("sw-leaf1", "APPL_DB", "PORT_TABLE")}
+    assert {r["host"] for r in state.select("host").distinct().collect()} == {"vm", "sw-leaf1"}
+    # --host still wins; and the folder given whole: the host file is not read as a capture file
+    assert {r["host"] for r in load(spark, InputOptions([str(cap / "swss.rec")], host="h")).events.collect()} == {"h"}
+    assert run("stats", str(cap), "--output", str(out)) == 0
+    assert "read 2 lines: 2 events, 0 'recording started' markers, 0 blank, 0 rejected" in capsys.readouterr().out

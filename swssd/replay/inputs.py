@@ -12,8 +12,11 @@ suffix of the file name. Two different files with the same rotation index and th
 timestamp (one host's captures in two places) are ordered by a hash of their paths: arbitrary,
 but the same in every run.
 
-Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the first group of
-`host_pattern` matched against the file's path, by default the name of its parent directory
+Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the host swssd recorded
+beside its swss.rec (`_swssd_host` in the file's directory, the name its JSON records carry, so
+that one daemon is one host whichever of its captures is replayed; SONiC's own swss.rec has none);
+otherwise the first group of `host_pattern` matched against the file's path, by default the name
+of its parent directory
 (`captures/sw-leaf1/swss.rec` -> `sw-leaf1`).
 
 Database. swss.rec lines do not name one: a `TABLE|key` line (CONFIG_DB and STATE_DB style) is
@@ -56,8 +59,9 @@ from pyspark.sql.types import (
 
 from ..capture.format import KINDS
 from ..schema import REC_STARTED
-from .inputs_doc import DEFAULT_HOST_PATTERN
-from .readable import DEFAULT_MAX_LINE_BYTES, MAXLENGTH_OPTION, InputCheck, LongLine, file_uri, hadoop_max_length
+from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES
+from .paths import recorded_hosts
+from .readable import MAXLENGTH_OPTION, InputCheck, LongLine, file_uri, hadoop_max_length
 
 JSON_SCHEMA = StructType(
     [
@@ -360,10 +364,15 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     jc = _json_columns(q)
     rc = _rec_columns(opts.timezone, opts.rec_db, q)
     path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
+    recorded = {} if opts.host else recorded_hosts(opts.paths)
+    recorded_host = (
+        "try_element_at(map(" + ", ".join(f"{q(d)}, {q(h)}" for d, h in sorted(recorded.items())) + "), "
+        + f"regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), " if recorded else ""
+    )
     host = (
         q(opts.host)
         if opts.host
-        else f"coalesce(host, CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
+        else f"coalesce(host, {recorded_host}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
     )
     return [
         *_parse_texts(utc_session, q),

@@ -8,8 +8,10 @@ DEFAULT_HOST_PATTERN = r"([^/]+)/[^/]+$"
 
 HOST_RULE = (
     "regular expression whose first group, found in a file's path, names the host of events "
-    "that carry none (swss.rec lines, JSON records without 'host'); default: the parent "
-    "directory's name, e.g. captures/sw-leaf1/swss.rec -> sw-leaf1. --host overrides both."
+    "that carry none (swss.rec lines, JSON records without 'host') in a directory without "
+    "the _swssd_host file swssd's daemon writes beside its swss.rec (the host its JSON records "
+    "name); default: the parent directory's name, e.g. captures/sw-leaf1/swss.rec -> sw-leaf1. "
+    "--host overrides them all."
 )
 
 #: lines longer than this many bytes (without their line end) are not read (readable.py)
