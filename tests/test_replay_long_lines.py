@@ -135,6 +135,10 @@ def test_the_check_names_the_file_line_and_length(tmp_path: Path) -> None:
     found = check.long_lines()
     assert [(x.path, x.line, x.length) for x in found] == [(str(path), 2, 1000), (str(path), 4, 65)]
     assert found[0].reason(64) == "line 2: 1000 bytes, over the limit of 64 (--max-line-bytes); not read"
+    # a glob or a directory (as a library caller may give `load`) stands for the files Spark reads
+    (path.parent / "_swssd_host").write_bytes(b"h" * 1000)  # not an input
+    for given in (str(path.parent / "swss.rec*"), str(path.parent), f"file://{path.parent}"):
+        assert InputCheck([given], 64).long_lines() == found, given
 
 
 # -- real 100 MB lines, a fresh replay process with the default driver memory -------------

@@ -358,21 +358,26 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     )
 
 
+def _recorded_host(recorded: dict[str, str], q: Quote) -> str:
+    """The host recorded in a line's directory (paths.recorded_hosts), as the first argument of a
+    coalesce (with its comma); nothing when no directory has one."""
+    if not recorded:
+        return ""
+    pairs = ", ".join(f"{q(directory)}, {q(host)}" for directory, host in sorted(recorded.items()))
+    return f"try_element_at(map({pairs}), regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), "
+
+
 def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
     """The projections `load` builds, as SQL expression text, in order (no Spark needed: the
     command parses them while the JVM starts, see cli.py)."""
     jc = _json_columns(q)
     rc = _rec_columns(opts.timezone, opts.rec_db, q)
     path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
-    recorded = {} if opts.host else recorded_hosts(opts.paths)
-    recorded_host = (
-        "try_element_at(map(" + ", ".join(f"{q(d)}, {q(h)}" for d, h in sorted(recorded.items())) + "), "
-        + f"regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), " if recorded else ""
-    )
+    recorded = _recorded_host({} if opts.host else recorded_hosts(opts.paths), q)
     host = (
         q(opts.host)
         if opts.host
-        else f"coalesce(host, {recorded_host}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
+        else f"coalesce(host, {recorded}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
     )
     return [
         *_parse_texts(utc_session, q),

@@ -180,8 +180,8 @@ def recorded_hosts(paths: Sequence[str]) -> dict[str, str]:
     """Directory (as Spark names it in a file's path) -> the host swssd recorded there, for the
     directories of the local files among `paths` that have one."""
     found: dict[str, str] = {}
-    for directory in dict.fromkeys(Path(p.removeprefix("file://")).parent for p in paths if not _SCHEME.match(p)
-                                   or p.startswith("file://")):
+    local = [Path(p.removeprefix("file://")) for p in paths if not _SCHEME.match(p) or p.startswith("file://")]
+    for directory in dict.fromkeys(p if p.is_dir() else p.parent for p in local):
         host = recorded_host(directory)
         if host is not None:
             found[file_uri(str(directory))] = host

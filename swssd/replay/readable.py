@@ -20,7 +20,9 @@ lines are over the limit; line numbers count LF as an editor does. An input with
 
 from __future__ import annotations
 
+import glob
 import gzip
+import os
 import threading
 import zlib
 from collections.abc import Sequence
@@ -76,14 +78,16 @@ class LineScan:
     def feed(self, chunk: bytes) -> None:
         if self._fed == 0 and chunk.startswith(_BOM):
             self._start = len(_BOM)
-        ends = chunk.translate(_CR_AS_LF)  # CR ends a line for Hadoop; CR LF leaves an empty one
+        # CR ends a line for Hadoop (CR LF leaves an empty one between, never too long)
+        ends = chunk.translate(_CR_AS_LF) if b"\r" in chunk else chunk
+        newlines = chunk.count(b"\n")
         first = ends.find(b"\n")
         if first >= 0:
             self._close(self._fed + first)
             last = ends.rfind(b"\n")
             self._start = self._fed + last + 1
-            self._start_line = self._newlines + chunk.count(b"\n", 0, last + 1) + 1
-        self._newlines += chunk.count(b"\n")
+            self._start_line = self._newlines + newlines - chunk.count(b"\n", last + 1) + 1
+        self._newlines += newlines
         self._fed += len(chunk)
 
     def end(self) -> None:
@@ -111,9 +115,20 @@ def scan(path: str, limit: int) -> tuple[list[LongLine], str | None]:
     return [LongLine(path, n, length) for n, length in lines.found], None
 
 
-def _local(path: str) -> str | None:
+def _local_files(path: str) -> list[str]:
+    """The local files `path` stands for, as Spark reads them: itself, what a glob matches, the
+    files in a directory (names starting with `.` or `_` left out); none for a path with a scheme."""
     local = path.removeprefix("file://")
-    return None if "://" in local else local
+    if "://" in local:
+        return []
+    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
+    files = []
+    for match in matches:
+        if os.path.isdir(match):
+            files += sorted(e.path for e in os.scandir(match) if e.is_file() and not e.name.startswith((".", "_")))
+        else:
+            files.append(match)
+    return files
 
 
 class InputCheck:
@@ -123,26 +138,27 @@ class InputCheck:
 
     def __init__(self, paths: Sequence[str], limit: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self.limit = limit
-        local = [p for p in paths if _local(p) is not None]
+        local = [(p, f) for p in paths for f in _local_files(p)]
         self._found: dict[str, str] = {}
         self._long: list[LongLine] = []
         self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._run, args=(group,), name=f"swssd-input-check-{i}", daemon=True)
-            for i, group in enumerate(([p for p in local if p.endswith(".gz")],
-                                       [p for p in local if not p.endswith(".gz")]))
+            for i, group in enumerate(([x for x in local if x[1].endswith(".gz")],
+                                       [x for x in local if not x[1].endswith(".gz")]))
         ]
         for thread in self._threads:
             thread.start()
 
-    def _run(self, paths: list[str]) -> None:
-        for path in paths:
-            long_lines, problem = scan(str(_local(path)), self.limit)
+    def _run(self, files: list[tuple[str, str]]) -> None:
+        """`files`: (the input given, a local file it stands for)."""
+        for given, path in files:
+            long_lines, problem = scan(path, self.limit)
             with self._lock:
                 if problem is not None:
-                    self._found[path] = problem
+                    self._found[given] = problem
                 else:
-                    self._long.extend(LongLine(path, x.line, x.length) for x in long_lines)
+                    self._long.extend(long_lines)
 
     def unreadable(self) -> dict[str, str]:
         """Path -> why, once the `.gz` files are checked (waits for them)."""
