@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -321,3 +322,45 @@ def test_small_input_settings_give_the_same_outputs(
         assert spark.conf.get("spark.sql.codegen.wholeStage") == before  # restored after the command
         seen[small] = (capsys.readouterr().out.replace(str(out), "OUT"), _outputs(spark, out))
     assert seen[True][1] and seen[True] == seen[False]
+
+
+def _installation(root: Path, jar: str = "spark-core.jar") -> tuple[Path, Path]:
+    """A Java and a Spark jars directory as fingerprint() sees them (their files' stat)."""
+    java, jars = root / "jdk" / "bin" / "java", root / "pyspark" / "jars"
+    java.parent.mkdir(parents=True)
+    jars.mkdir(parents=True)
+    java.write_text("java")
+    (jars / jar).write_text("jar")
+    return java, jars
+
+
+def _kept_archive(cache: Path, of: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An archive of installation `of`, kept as a keeper keeps one (its size and installation recorded)."""
+    monkeypatch.setattr(jvm, "installation", lambda: of)
+    final = cache / f"replay-cds-{jvm.fingerprint(of)}.jsa"
+    dump_to = cache / f"replay-cds-{jvm.fingerprint(of)}.1.tmp"
+    dump_to.write_bytes(b"archive of " + str(of[1]).encode())
+    assert jvm.keep(dump_to, final)
+    return final
+
+
+def test_each_installation_keeps_its_own_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two venvs on one machine (two PySpark installations) each keep their archive; one whose
+    installation was upgraded or removed goes, as does one written before installations were recorded."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first, second, third = (_installation(tmp_path / name) for name in ("venv1", "venv2", "venv3"))
+    old = cache / "replay-cds-0123456789abcdef.jsa"  # no installation recorded
+    old.write_bytes(b"x")
+    Path(f"{old}.size").write_text("1\n")
+    a = _kept_archive(cache, first, monkeypatch)
+    b = _kept_archive(cache, second, monkeypatch)
+    c = _kept_archive(cache, third, monkeypatch)
+    assert a.exists() and b.exists() and c.exists() and not old.exists() and not Path(f"{old}.size").exists()
+    assert json.loads(Path(f"{a}.install").read_text()) == {"java": str(first[0]), "jars": str(first[1])}
+    (second[1] / "spark-core-4.4.jar").write_text("an upgrade")  # venv2's PySpark changed
+    shutil.rmtree(tmp_path / "venv3")  # venv3 removed
+    again = _kept_archive(cache, first, monkeypatch)
+    assert again == a and a.exists()
+    assert not b.exists() and not Path(f"{b}.size").exists() and not Path(f"{b}.install").exists()
+    assert not c.exists()

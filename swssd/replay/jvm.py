@@ -14,7 +14,10 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
   meanwhile runs without the archive and writes none (before, every run started in those
   20-60 s wrote one more, printed so, and replaced the archive with its own). It lives in
   `$XDG_CACHE_HOME/swssd/` (`~/.cache/swssd/`), named by a fingerprint of the Java runtime and of
-  Spark's jars, so that an upgrade of either makes a new one (the old one is then removed).
+  Spark's jars, so that an upgrade of either makes a new one; the installation is recorded
+  beside it, and an archive goes when its installation is gone or changed. Each installation on
+  the machine (the PySpark of each venv) keeps its own: when each replay removed the others',
+  two venvs in use rewrote 165 MB in turn.
 - For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
   compiles cost more CPU than they save in a job of less than a minute or so.
 
@@ -112,20 +115,25 @@ def _spark_jars() -> Path | None:
     return None if home is None else home / "jars"
 
 
-def fingerprint() -> str | None:
-    """What an archive is only valid for: the Java runtime and the jars on Spark's class path."""
-    java = _java()
-    if java is None:
+def installation() -> tuple[Path, Path] | None:
+    """This replay's Java runtime and the directory of Spark's jars (its PySpark's, in a venv)."""
+    java, jars = _java(), _spark_jars()
+    return None if java is None or jars is None else (java, jars)
+
+
+def fingerprint(of: tuple[Path, Path] | None = None) -> str | None:
+    """What an archive is only valid for: the Java runtime and the jars on Spark's class path
+    (`of`: that installation, by default this replay's)."""
+    found = of or installation()
+    if found is None:
         return None
+    java, jars = found
     h = hashlib.sha256()
     try:
         for f in (java, java.parent.parent / "lib" / "server" / "libjvm.so"):
             if f.exists():
                 st = f.stat()
                 h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-        jars = _spark_jars()
-        if jars is None:
-            return None
         h.update(f"{jars.resolve()}\n".encode())
         for jar in sorted(os.scandir(jars), key=lambda e: e.name):
             st = jar.stat()
@@ -288,22 +296,47 @@ def _finish(start: Start, proc: subprocess.Popen[bytes], note: bool) -> None:
 
 
 def keep(dump_to: Path, final: Path) -> bool:
-    """Give a written archive its final name and record its size beside it; other archives go."""
+    """Give a written archive its final name and record its size and installation beside it;
+    the archives of installations that are gone or changed go (see _in_use)."""
     try:
         size = dump_to.stat().st_size
         if size == 0:
             raise OSError("no archive")
         os.replace(dump_to, final)
-        tmp = final.with_name(final.name + f".size.{os.getpid()}.tmp")
-        tmp.write_text(f"{size}\n")
-        os.replace(tmp, _size_file(final))
+        _record(_size_file(final), f"{size}\n")
+        found = installation()
+        if found is not None:
+            _record(_install_file(final), json.dumps({"java": str(found[0]), "jars": str(found[1])}) + "\n")
     except OSError:
         _remove(dump_to)
         return False
     for p in final.parent.glob(f"{_PREFIX}*.jsa*"):
-        if not p.name.startswith(final.name):
-            _remove(p)
+        archive = p.with_name(p.name[: p.name.index(".jsa") + 4])
+        if archive != final and not _in_use(archive):
+            _remove(p, archive.with_name(archive.name.removesuffix(".jsa") + ".lock"))
     return True
+
+
+def _install_file(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".install")
+
+
+def _record(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _in_use(archive: Path) -> bool:
+    """Whether `archive` belongs to an installation that is still there as it was when it was
+    written: the Java and PySpark of another venv on this machine keep theirs (each replay
+    removing the others' made two venvs rewrite 165 MB in turn), an upgraded or removed one's goes."""
+    try:
+        recorded = json.loads(_install_file(archive).read_text())
+        of = (Path(recorded["java"]), Path(recorded["jars"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # written before installations were recorded, or damaged
+    return archive.is_file() and archive.name == f"{_PREFIX}{fingerprint(of)}.jsa"
 
 
 # -- the archive written while the command returns -------------------------------------------
