@@ -346,18 +346,6 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
     }
 
 
-def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """The raw lines with where they came from: source path, split offset, position in the split
-    (as `load` numbers them; it reads the files itself, in one projection with the parsing)."""
-    return spark.read.text(list(paths)).selectExpr(
-        "value",
-        "_metadata.file_path AS source",
-        "_metadata.file_name AS file_name",
-        "_metadata.file_block_start AS block",
-        "monotonically_increasing_id() AS line",
-    )
-
-
 def _recorded_host(recorded: dict[str, str], q: Quote) -> str:
     """The host recorded in a line's directory (paths.recorded_hosts), as the first argument of a
     coalesce (with its comma); nothing when no directory has one."""
