@@ -14,7 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from swssd import KeyOpFieldsValues as K
-from swssd.capture import CaptureWriter
+from swssd.capture import HOST_FILE_NAME, CaptureWriter
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 REC_TS = r"\d{4}-\d\d-\d\d\.\d\d:\d\d:\d\d\.\d{6}"
@@ -91,6 +91,31 @@ async def test_delete_then_set_is_recorded_in_order(tmp_path: Path) -> None:
     assert [(r["op"], r["seq"]) for r in read_jsonl(w.path)] == [("DEL", 1), ("SET", 2)]
 
 
+async def test_swss_rec_has_the_host_of_the_json_records_beside_it(tmp_path: Path) -> None:
+    """swss.rec lines name no host: the writer keeps it beside them, private, for a replay."""
+    w = CaptureWriter(tmp_path / "capture", host="vm", rec=True)
+    await w.start()
+    w.record("APPL_DB", "PORT_TABLE", ":", [K("Ethernet0", "SET", [("mtu", "9100")])])
+    await w.close()
+    host = tmp_path / "capture" / HOST_FILE_NAME
+    assert host.read_text() == "vm\n" and host.stat().st_mode & 0o777 == 0o600
+    assert read_jsonl(w.path)[0]["host"] == "vm"
+    # a link planted there is replaced, not followed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("theirs\n")
+    host.unlink()
+    host.symlink_to(elsewhere)
+    w = CaptureWriter(tmp_path / "capture", host="vm", rec=True)
+    await w.start()
+    await w.close()
+    assert not host.is_symlink() and host.read_text() == "vm\n" and elsewhere.read_text() == "theirs\n"
+    # no swss.rec, no host file
+    plain = CaptureWriter(tmp_path / "plain", host="vm")
+    await plain.start()
+    await plain.close()
+    assert not (tmp_path / "plain" / HOST_FILE_NAME).exists()
+
+
 async def test_size_rotation_keeps_whole_lines(tmp_path: Path) -> None:
     w = CaptureWriter(tmp_path, host="h", max_bytes=2000, backups=3, rec=True)
     await w.start()
@@ -101,7 +126,7 @@ async def test_size_rotation_keeps_whole_lines(tmp_path: Path) -> None:
     await w.close()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
-        "swss.rec", "swss.rec.1", "swss.rec.2", "swss.rec.3",
+        "_swssd_host", "swss.rec", "swss.rec.1", "swss.rec.2", "swss.rec.3",
         "swssd.capture.jsonl", "swssd.capture.jsonl.1", "swssd.capture.jsonl.2", "swssd.capture.jsonl.3",
     ]
     seqs = []

@@ -46,6 +46,22 @@ def test_every_command_says_what_it_does_and_how_it_exits(name: str) -> None:
     assert out.returncode == 0 and "exit status: 0 " in out.stdout
 
 
+def replay_subcommands() -> list[str]:
+    from swssd.replay.cli import build_parser as build_replay_parser
+
+    sub = next(a for a in build_replay_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("name", replay_subcommands())
+def test_every_replay_command_help_ends_with_its_exit_statuses(name: str) -> None:
+    """As the README says of every help: `swssd replay NAME --help` (the command line a user runs)."""
+    out = swssd("replay", name, "--help")
+    assert out.returncode == 0, out.stderr
+    last = " ".join(out.stdout.rstrip().split("\n\n")[-1].split())
+    assert last.startswith("exit status: 0 ") and last.endswith("(one line on stderr)."), out.stdout
+
+
 def test_defaults_are_shown() -> None:
     assert "(default: 10.0)" in swssd("demo", "--help").stdout
     produce = " ".join(swssd("produce", "--help").stdout.split())

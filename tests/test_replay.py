@@ -145,7 +145,8 @@ def test_history_keeps_file_order_for_equal_timestamps(
                "--key", "Ethernet8", "--key", "10.*") == 0
     printed = capsys.readouterr().out
     lines = [line.split() for line in printed.splitlines() if line.startswith("2026-")]
-    got = [(w[3], w[4], w[5] if len(w) > 5 else "") for w in lines]
+    assert {w[2] for w in lines} == {"APPL_DB"}
+    got = [(w[4], w[5], w[6] if len(w) > 6 else "") for w in lines]
     assert got == [  # time order; equal instants in file order, and rotated files first
         ("10.1.0.0/24", "SET", "nexthop=10.0.0.1,10.0.0.5"),
         ("10.1.0.0/24", "DEL", ""),
@@ -465,9 +466,11 @@ async def test_notifications_show_in_history_and_stats_never_in_state(
     out = tmp_path / "out"
     assert run("history", jsonl, "--output", str(out)) == 0
     rows = printed_events(capsys.readouterr().out)
-    ops = [" ".join(x for x in w[4:] if "=" not in x) for w in rows]  # op and its marks, no fields
-    assert [w[2] for w in rows] == ["PORT_TABLE", *["NOTIFICATIONS"] * 3, "PORT_TABLE", "PORT_TABLE",
+    ops = [" ".join(x for x in w[5:] if "=" not in x) for w in rows]  # op and its marks, no fields
+    assert [w[3] for w in rows] == ["PORT_TABLE", *["NOTIFICATIONS"] * 3, "PORT_TABLE", "PORT_TABLE",
                                     "NOTIFICATIONS", "PORT", "LLDP_TABLE"]
+    # each with its database: CONFIG_DB's PORT beside APPL_DB's PORT_TABLE
+    assert [w[2] for w in rows] == [*["APPL_DB"] * 7, "CONFIG_DB", "APPL_DB"]
     assert ops == ["SET", "port_state_change (notification)", "port_state_change (notification)",
                    "fdb_event (notification)", "SET (notification)", "DEL (notification)",
                    "fdb_event (notification) (dead letter)", "SET (subscriber)", "SET (queue)"]
@@ -592,7 +595,7 @@ def test_progress_lines_while_a_job_runs(spark: SparkSession) -> None:
 
 def test_the_command_is_quiet_unless_verbose(tmp_path: Path) -> None:
     """A fresh `swssd replay` process: results on stdout, none of Spark's start-up notices or
-    WARN lines on stderr (the JVM's own notice about incubator modules and progress lines aside)."""
+    WARN lines on stderr (progress lines aside; not even the JVM's notice about incubator modules)."""
     import subprocess
     import sys
 
@@ -607,7 +610,7 @@ def test_the_command_is_quiet_unless_verbose(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "1 entries in 1 tables" in proc.stdout
-    expected = ("WARNING: Using incubator modules", "swssd replay: running for ")  # the JVM's; progress
+    expected = ("swssd replay: running for ",)  # progress (the JVM's incubator warning is left out)
     noise = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(expected)]
     assert noise == [], proc.stderr
 
@@ -658,3 +661,32 @@ def test_a_truncated_or_false_gz_costs_that_file_only(
     files = sorted(r["source"].rsplit("/", 1)[1] for r in rejects if r["value"] == "")
     assert files == ["swss.rec.3.gz", "swss.rec.4.gz"], rejects
     assert "6 rejected" in printed.out, printed.out  # the 4 rejected lines and the 2 files
+
+
+async def test_one_daemon_is_one_host_in_its_swss_rec_and_its_json_lines(
+    spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's swss.rec names no host, and its folder is named otherwise (`capture`): the host
+    it keeps beside the file names it as its JSON records do. SONiC's own swss.rec, with nothing of
+    swssd's beside it, keeps its folder's name."""
+    cap = tmp_path / "captures" / "capture"
+    w = CaptureWriter(cap, host="vm", rec=True)
+    await w.start()
+    w.record("APPL_DB", "PORT_TABLE", ":", [KeyOpFieldsValues("Ethernet0", "SET", [("mtu", "9100")])])
+    w.record("CONFIG_DB", "PORT", "|", [KeyOpFieldsValues("Ethernet0", "SET", [("speed", "1")])], kind="subscriber")
+    await w.close()
+    sonic = tmp_path / "captures" / "sw-leaf1"
+    shutil.copytree(rec_dir, sonic)
+    for paths in ([str(cap / "swss.rec")], [str(cap / "swssd.capture.jsonl")]):
+        assert {r["host"] for r in load(spark, InputOptions(paths)).events.collect()} == {"vm"}, paths
+    out = tmp_path / "out"
+    assert run("state", str(cap / "swss.rec"), str(sonic / "swss.rec*"), "--output", str(out)) == 0
+    capsys.readouterr()
+    state = spark.read.parquet(str(out / "state"))
+    assert {(r["host"], r["db"], r["table"]) for r in state.select("host", "db", "table").distinct().collect()} >= {
+        ("vm", "APPL_DB", "PORT_TABLE"), ("vm", "CONFIG_DB", "PORT"), ("sw-leaf1", "APPL_DB", "PORT_TABLE")}
+    assert {r["host"] for r in state.select("host").distinct().collect()} == {"vm", "sw-leaf1"}
+    # --host still wins; and the folder given whole: the host file is not read as a capture file
+    assert {r["host"] for r in load(spark, InputOptions([str(cap / "swss.rec")], host="h")).events.collect()} == {"h"}
+    assert run("stats", str(cap), "--output", str(out)) == 0
+    assert "read 2 lines: 2 events, 0 'recording started' markers, 0 blank, 0 rejected" in capsys.readouterr().out

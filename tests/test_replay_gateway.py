@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from swssd.replay.gateway import EarlyJVM, spark_home
+from swssd.replay.gateway import EarlyJVM, relay, spark_home
 
 
 def _fake(tmp_path: Path, command: list[str]) -> EarlyJVM:
@@ -132,3 +132,32 @@ def test_an_error_before_the_session_ends_the_early_jvm(tmp_path: Path) -> None:
     got = _command("compact", str(capture), "--out", str(tmp_path / "out"))
     assert got == {"code": 2, "started": 1, "pyspark_before": False, "used": False, "ended": True}
     assert _command("state", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"))["started"] == 0
+
+
+def test_the_relay_leaves_out_only_the_known_line(tmp_path: Path) -> None:
+    lines = [b"first\n", b"WARNING: Using incubator modules: jdk.incubator.vector\n", b"WARNING: something else\n",
+             b"WARNING: Using incubator modules: jdk.incubator.vector and more\n", b"no end"]
+    source = tmp_path / "jvm-stderr"
+    source.write_bytes(b"".join(lines))
+    with source.open("rb") as f, (tmp_path / "ours").open("wb") as sink:
+        relay(f, sink.fileno())
+    assert (tmp_path / "ours").read_bytes() == b"".join(lines[:1] + lines[2:])
+
+
+def test_a_replay_does_not_show_the_incubator_warning_but_keeps_the_jvms_other_lines(tmp_path: Path) -> None:
+    """The command's own JVM: its start-up line about jdk.incubator.vector is left out, and an
+    -Xlog line it writes to stderr still reaches the user."""
+    capture = tmp_path / "sw1" / "swssd.capture.jsonl"
+    capture.parent.mkdir()
+    capture.write_text('{"ts":"2026-11-25T00:00:00.000001Z","db":"APPL_DB","table":"PORT_TABLE",'
+                       '"key":"Ethernet0","op":"SET","fvs":[["mtu","9100"]]}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "swssd.replay", "stats", str(capture), "--output", str(tmp_path / "out"),
+         "--conf", "spark.driver.extraJavaOptions=-Xlog:gc=info:stderr"],
+        capture_output=True, text=True, timeout=300,
+        env={**env, "SWSSD_REPLAY_CDS": "0", "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "incubator" not in proc.stderr, proc.stderr
+    assert "[gc] Using " in proc.stderr, proc.stderr

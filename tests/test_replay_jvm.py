@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,9 +33,8 @@ RECORDS = [
     {"ts": "2026-11-25T23:41:17.000000Z", "host": "sw1", "db": "APPL_DB", "table": "PORT_TABLE",
      "key": "Ethernet4", "op": "SET", "fvs": [["mtu", "1500"]], "seq": 2},
 ]
-#: stderr lines a quiet run may print: the JVM's notice, progress, and the archive note (first run)
-ALLOWED_STDERR = ("WARNING: Using incubator modules", "swssd replay: running for ",
-                  "swssd replay: saving the JVM's class archive")
+#: stderr lines a quiet run may print: progress, and the archive note (first run)
+ALLOWED_STDERR = ("swssd replay: running for ", "swssd replay: saving the JVM's class archive")
 ARCHIVE_MAPPED = "source: shared objects file (top)"
 
 
@@ -104,6 +104,46 @@ def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: tuple[Path,
     assert second == first
     assert "saving the JVM's class archive" not in err
     assert ARCHIVE_MAPPED in log.read_text()
+
+
+def _lock_free(cache: Path) -> bool:
+    """No run or keeper holds the claim on writing an archive."""
+    import fcntl
+
+    for lock in (cache / "swssd").glob("replay-cds-*.lock"):
+        with lock.open("rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+    return True
+
+
+def test_the_archive_is_written_once_for_replays_in_a_row(tmp_path: Path) -> None:
+    """A replay started while the first one's JVM and keeper still write the archive (20-60 s)
+    runs without it and writes none; once kept, later replays map it and leave it as it is."""
+    cache, capture = tmp_path / "cache", _capture(tmp_path)
+    first, err = _run(capture, tmp_path / "out1", cache)
+    assert "saving the JVM's class archive" in err
+    assert not _archives(cache), "the test needs the second run to start while the first's archive is written"
+    second, err = _run(capture, tmp_path / "out2", cache)
+    assert second == first
+    assert "saving the JVM's class archive" not in err
+    _wait_for_archive(cache)
+    for _ in range(1500):
+        if _lock_free(cache):
+            break
+        time.sleep(0.2)
+    (archive,) = _archives(cache)
+    written = archive.stat()
+    log, extra = _class_log(tmp_path, "third")
+    third, err = _run(capture, tmp_path / "out3", cache, *extra)
+    assert third == first and "saving the JVM's class archive" not in err
+    assert ARCHIVE_MAPPED in log.read_text()
+    time.sleep(1)
+    assert _lock_free(cache) and _archives(cache) == [archive] and not list((cache / "swssd").glob("*.tmp"))
+    now = archive.stat()
+    assert (now.st_ino, now.st_mtime_ns, now.st_size) == (written.st_ino, written.st_mtime_ns, written.st_size)
 
 
 def _damaged_cache(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> Path:
@@ -210,7 +250,14 @@ def test_plan_uses_a_complete_archive_and_makes_one_otherwise(tmp_path: Path, mo
     archive = tmp_path / "replay-cds-k.jsa"
     assert first.final == archive
     archive.write_bytes(b"x" * 100)
-    assert jvm.plan(c1=True, directory=tmp_path).dump_to is not None  # no recorded size: incomplete
+    # while the first run may still write it, no other run writes one
+    meanwhile = jvm.plan(c1=True, directory=tmp_path)
+    assert meanwhile.dump_to is None and meanwhile.archive is None and meanwhile.claim is None
+    assert not any("Archive" in o or "Shared" in o for o in meanwhile.options)
+    first.release()  # its archive kept or given up
+    again = jvm.plan(c1=True, directory=tmp_path)
+    assert again.dump_to is not None  # no recorded size: incomplete
+    again.release()
     Path(f"{archive}.size").write_text("99\n")
     assert jvm.plan(c1=True, directory=tmp_path).archive is None  # not the recorded size
     Path(f"{archive}.size").write_text("100\n")
@@ -275,3 +322,45 @@ def test_small_input_settings_give_the_same_outputs(
         assert spark.conf.get("spark.sql.codegen.wholeStage") == before  # restored after the command
         seen[small] = (capsys.readouterr().out.replace(str(out), "OUT"), _outputs(spark, out))
     assert seen[True][1] and seen[True] == seen[False]
+
+
+def _installation(root: Path, jar: str = "spark-core.jar") -> tuple[Path, Path]:
+    """A Java and a Spark jars directory as fingerprint() sees them (their files' stat)."""
+    java, jars = root / "jdk" / "bin" / "java", root / "pyspark" / "jars"
+    java.parent.mkdir(parents=True)
+    jars.mkdir(parents=True)
+    java.write_text("java")
+    (jars / jar).write_text("jar")
+    return java, jars
+
+
+def _kept_archive(cache: Path, of: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An archive of installation `of`, kept as a keeper keeps one (its size and installation recorded)."""
+    monkeypatch.setattr(jvm, "installation", lambda: of)
+    final = cache / f"replay-cds-{jvm.fingerprint(of)}.jsa"
+    dump_to = cache / f"replay-cds-{jvm.fingerprint(of)}.1.tmp"
+    dump_to.write_bytes(b"archive of " + str(of[1]).encode())
+    assert jvm.keep(dump_to, final)
+    return final
+
+
+def test_each_installation_keeps_its_own_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two venvs on one machine (two PySpark installations) each keep their archive; one whose
+    installation was upgraded or removed goes, as does one written before installations were recorded."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first, second, third = (_installation(tmp_path / name) for name in ("venv1", "venv2", "venv3"))
+    old = cache / "replay-cds-0123456789abcdef.jsa"  # no installation recorded
+    old.write_bytes(b"x")
+    Path(f"{old}.size").write_text("1\n")
+    a = _kept_archive(cache, first, monkeypatch)
+    b = _kept_archive(cache, second, monkeypatch)
+    c = _kept_archive(cache, third, monkeypatch)
+    assert a.exists() and b.exists() and c.exists() and not old.exists() and not Path(f"{old}.size").exists()
+    assert json.loads(Path(f"{a}.install").read_text()) == {"java": str(first[0]), "jars": str(first[1])}
+    (second[1] / "spark-core-4.4.jar").write_text("an upgrade")  # venv2's PySpark changed
+    shutil.rmtree(tmp_path / "venv3")  # venv3 removed
+    again = _kept_archive(cache, first, monkeypatch)
+    assert again == a and a.exists()
+    assert not b.exists() and not Path(f"{b}.size").exists() and not Path(f"{b}.install").exists()
+    assert not c.exists()

@@ -146,7 +146,7 @@ def test_a_segment_replays_as_its_captures(
     assert len(rejected) == 6 and all(r[0].startswith("file:") for r in rejected)
     assert results[0]  # something to compare
     if command == "history":  # in order: equal instants across sw2's rotation, DEL then SET
-        ops = [line.split()[3:5] for line in printed.splitlines() if "sw2" in line and "PORT_TABLE" in line]
+        ops = [line.split()[4:6] for line in printed.splitlines() if "sw2" in line and "PORT_TABLE" in line]
         assert ops[:5] == [["Ethernet0", "SET"], ["Ethernet4", "SET"], ["Ethernet4", "DEL"],
                            ["Ethernet4", "SET"], ["Ethernet8", "SET"]]
         assert [line for line in printed.splitlines() if "Ethernet8" in line and "sw2" in line][-1].endswith("mtu=9100")

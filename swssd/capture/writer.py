@@ -8,6 +8,11 @@ the caller; writing resumes by itself when the file can be written again. Captur
 a directory that cannot be written at start (read-only, full, no permission, a symlink at a
 file's path) is one warning line, and opening is retried every `retry_interval` seconds while
 the daemon runs on.
+
+swss.rec lines name no host, so beside its swss.rec the writer keeps HOST_FILE_NAME, the host name
+its JSON records carry: a replay of that swss.rec names the same host as a replay of the JSON
+Lines capture (swssd/replay/inputs.py). The name starts with `_`, so a replay of the directory does
+not read it as a capture file (paths.py, and Spark, leave such names out).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from queue import Empty, SimpleQueue
 import structlog
 
 from ..fields import KeyOpFieldsValues
-from ..ops.files import reason
+from ..ops.files import reason, replace_private
 from .format import KINDS, CapturedTask, CaptureKind, jsonl_line, rec_line, rec_started_line
 from .rotating import RotatingFile
 
@@ -31,6 +36,8 @@ log = structlog.get_logger(__name__)
 
 MiB = 1024 * 1024
 REC_FILE_NAME = "swss.rec"
+#: beside swss.rec: the host name of the daemon writing it, and a newline
+HOST_FILE_NAME = "_swssd_host"
 
 _BATCH = 4096
 
@@ -202,6 +209,18 @@ class CaptureWriter:
         for f in self._files():
             if not f.is_open:
                 f.open()
+        if self._rec is not None:
+            self._write_host()
+
+    def _write_host(self) -> None:
+        """HOST_FILE_NAME, unless it already says this host."""
+        path, text = self.directory / HOST_FILE_NAME, f"{self.host}\n".encode()
+        try:
+            if path.is_file() and not path.is_symlink() and path.read_bytes() == text:
+                return
+        except OSError:
+            pass
+        replace_private(path, text)
 
     def _retry_open(self) -> None:
         """Open what could not be opened (quietly while it still fails; one line when it works)."""

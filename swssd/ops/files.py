@@ -8,6 +8,7 @@ and with O_NONBLOCK, so a FIFO there cannot hang the daemon; anything but a regu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -66,4 +67,29 @@ def open_append(path: Path) -> io.FileIO:
         return io.FileIO(fd, "ab")
     except BaseException:
         os.close(fd)
+        raise
+
+
+def replace_private(path: Path, data: bytes) -> None:
+    """Make `path` hold `data`, created 0600 in a private directory: written under a temporary
+    name and renamed over it, so a reader sees the old content or the new, and a symbolic link
+    planted at the path is replaced, never followed."""
+    make_private_dir(path.parent)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; swssd does not follow it", str(tmp)) from None
+        raise
+    try:
+        with io.FileIO(fd, "wb") as f:
+            view = memoryview(data)
+            while view:
+                view = view[f.write(view) or 0:]
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .inputs_doc import DEFAULT_HOST_PATTERN, HOST_RULE
+from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES, HOST_RULE, max_line_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .gateway import EarlyJVM
     from .jvm import Start
     from .paths import ResolvedInputs
-    from .readable import GzipCheck
+    from .readable import InputCheck
 
 INSTALL_HINT = (
     "swssd replay needs PySpark (and a Java 17 runtime), which the daemon does not: "
@@ -63,6 +63,9 @@ def _common(filters: bool = True, output: bool = True) -> argparse.ArgumentParse
                    help="zone of swss.rec timestamps and of times given without one (default UTC)")
     g.add_argument("--rec-db", metavar="DB",
                    help="database of swss.rec lines (default: CONFIG_DB for TABLE|key, APPL_DB for TABLE:key)")
+    g.add_argument("--max-line-bytes", type=max_line_bytes, default=DEFAULT_MAX_LINE_BYTES, metavar="N",
+                   help="a line longer than N bytes is not read (nor held in memory): it counts as a "
+                        "rejected line, with its file, line number and length (default 16777216, 16 MiB)")
     if filters:
         f = p.add_argument_group("filters")
         f.add_argument("--only-host", action="append", metavar="HOST", help="keep these hosts (glob; repeatable)")
@@ -178,15 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoInputError as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2
-    from .readable import GzipCheck
+    from .readable import InputCheck
 
-    gzip_check = GzipCheck(resolved.paths)  # while the JVM starts
+    input_check = InputCheck(resolved.paths, args.max_line_bytes)  # while the JVM starts
     early = _start_jvm(args, resolved.paths) if not resolved.segments else None
     try:
-        return _run(args, resolved, early, gzip_check)
+        return _run(args, resolved, early, input_check)
     finally:
         if early is not None and not early[0].used:
             early[0].stop()  # an error before the session started: its JVM ends here
+            early[1].release()
 
 
 def _report_problem(args: argparse.Namespace) -> str | None:
@@ -213,7 +217,7 @@ def _report_problem(args: argparse.Namespace) -> str | None:
 
 
 def _run(
-    args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None, gzip_check: GzipCheck
+    args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None, input_check: InputCheck
 ) -> int:
     """main() once the JVM may be starting: PySpark imported, the inputs checked, the command run."""
     from pyspark.errors import AnalysisException
@@ -235,7 +239,8 @@ def _run(
         return 2
     for note in resolved.notes():
         print(f"swssd replay: {note}", file=sys.stderr)
-    args.unreadable = gzip_check.unreadable()
+    args.unreadable = input_check.unreadable()
+    args.long_lines = input_check.long_lines  # found while Spark reads
     for path, why in sorted(args.unreadable.items()):
         print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
     args.inputs = [p for p in resolved.paths if p not in args.unreadable]

@@ -40,7 +40,8 @@ def _instant(args: argparse.Namespace, name: str) -> int | None:
 def input_options(args: argparse.Namespace) -> InputOptions:
     return InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
                         timezone=args.timezone, rec_db=args.rec_db,
-                        unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())))
+                        unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())),
+                        max_line_bytes=args.max_line_bytes, long_lines=getattr(args, "long_lines", None))
 
 
 def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
@@ -64,12 +65,27 @@ def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> 
 def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
     """Print what was read; write rejected lines (a second pass, only when there are any)."""
     counts = inputs.counts()
+    _note_long_lines(inputs)
     path = None
     if counts.get("rejects"):
         path = out_path(args, "rejects")
         inputs.rejects.write.mode("overwrite").json(path)
     _print_counts(counts, path)
     return counts
+
+
+#: notes printed for lines over the limit (all of them are in the rejects)
+_LONG_LINE_NOTES = 10
+
+
+def _note_long_lines(inputs: Inputs) -> None:
+    found = inputs.long_lines()
+    for x in found[:_LONG_LINE_NOTES]:
+        print(f"swssd replay: note: {x.path}: {x.reason(inputs.max_line_bytes)}; counted as a rejected line",
+              file=sys.stderr)
+    if len(found) > _LONG_LINE_NOTES:
+        print(f"swssd replay: note: {len(found) - _LONG_LINE_NOTES} more line(s) over the limit: see the rejects",
+              file=sys.stderr)
 
 
 def _print_counts(counts: dict[str, int], rejects_path: str | None) -> None:
@@ -148,11 +164,13 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     if args.limit:
         first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
         rows = [
-            (r["ts"], r["host"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
+            (r["ts"], r["host"], r["db"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
              _fields_text(r["fvs"]))
             for r in first
         ]
-        print(text_table(["ts", "host", "table", "key", "op", "fields"], rows, max_width=80))
+        # the db too: CONFIG_DB's PORT and APPL_DB's PORT_TABLE (or one table name in two
+        # databases) mix in one history
+        print(text_table(["ts", "host", "db", "table", "key", "op", "fields"], rows, max_width=80))
         if total > len(rows):
             print(f"... {total - len(rows)} more in {path}")
     return 0
@@ -182,8 +200,8 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     top = st.keys.limit(args.top).collect()
     print(f"\nmost changed keys (flapping) -> {keys_path}")
     print(text_table(
-        ["host", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
-        [(r["host"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
+        ["host", "db", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
+        [(r["host"], r["db"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
           r["active_minutes"], r["first_ts"], r["last_ts"]) for r in top],
     ))
     ops = notifications_written.orderBy(
@@ -349,7 +367,9 @@ def run_compact(spark: SparkSession, args: argparse.Namespace) -> int:
     """cli.main checked --out (segment_mod.check_out) before Spark started."""
     out = Path(args.out)
     segments = getattr(args, "segments", [])
-    counts = segment_mod.compact(_load(spark, args), input_options(args), segments, out)
+    inputs = _load(spark, args)
+    counts = segment_mod.compact(inputs, input_options(args), segments, out)
+    _note_long_lines(inputs)
     _print_counts(counts, str(out / "rejects") if counts["rejects"] else None)
     sources = segment_mod.sources_of(args.inputs, segments)
     print(f"segment of {len(sources)} capture file(s): {counts['events']} events -> {out}")

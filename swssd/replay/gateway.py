@@ -7,6 +7,12 @@ session's settings as --conf, the same environment, a stdin pipe whose end stops
 ignored: see pyspark.java_gateway.launch_gateway) as the command's first step, and the imports
 happen while the JVM boots. `EarlyJVM.connect` then gives the running JVM to PySpark the way
 spark-submit gives its JVM to a Python driver: PYSPARK_GATEWAY_PORT and PYSPARK_GATEWAY_SECRET.
+
+The JVM's stderr reaches the user through a pipe this process reads (`relay`), line by line, except
+for the one line every start prints and nobody can act on: Spark adds the incubating vector module
+(`--add-modules=jdk.incubator.vector`), and Java warns `WARNING: Using incubator modules:
+jdk.incubator.vector`. Every other line (Spark's errors, a JVM's crash report, -Xlog output) is
+passed on as it is.
 """
 
 from __future__ import annotations
@@ -19,14 +25,18 @@ import signal
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 #: how long the JVM may take to say where its gateway listens (PySpark waits without a limit)
 CONNECT_TIMEOUT = 120.0
 _PORT_ENV = "PYSPARK_GATEWAY_PORT"
 _SECRET_ENV = "PYSPARK_GATEWAY_SECRET"
+#: lines of the JVM's stderr not passed on (see the module docstring)
+KNOWN_NOISE = frozenset({b"WARNING: Using incubator modules: jdk.incubator.vector"})
 
 
 def spark_home() -> Path | None:
@@ -45,6 +55,10 @@ class EarlyJVM:
 
     def __init__(self, proc: subprocess.Popen[bytes], info_dir: Path) -> None:
         self.proc = proc
+        self._relay: threading.Thread | None = None
+        if proc.stderr is not None:
+            self._relay = threading.Thread(target=relay, args=(proc.stderr,), name="swssd-jvm-stderr", daemon=True)
+            self._relay.start()
         #: a session took it (connect() said yes): its end is the session's business
         self.used = False
         self._info_dir = info_dir
@@ -65,7 +79,8 @@ class EarlyJVM:
         env = dict(os.environ, SPARK_CONNECT_MODE="0", _PYSPARK_DRIVER_CONN_INFO_PATH=str(info_dir / "conn-info"))
         env.setdefault("SPARK_HOME", str(home))
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, env=env, preexec_fn=_ignore_sigint)
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    preexec_fn=_ignore_sigint)
         except OSError:
             shutil.rmtree(info_dir, ignore_errors=True)
             return None
@@ -122,6 +137,20 @@ class EarlyJVM:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self._info_dir, ignore_errors=True)
+
+
+def relay(source: BinaryIO, fd: int = 2) -> None:
+    """Copy `source` (the JVM's stderr) to `fd` line by line until it ends, leaving out
+    KNOWN_NOISE. Written to the descriptor, as the JVM itself wrote there; a write that fails
+    (the caller's stderr closed) drops that line, as the JVM's own write would have."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in iter(source.readline, b""):
+            if line.rstrip(b"\r\n") in KNOWN_NOISE:
+                continue
+            with contextlib.suppress(OSError):
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
 
 
 def _ignore_sigint() -> None:

@@ -12,8 +12,11 @@ suffix of the file name. Two different files with the same rotation index and th
 timestamp (one host's captures in two places) are ordered by a hash of their paths: arbitrary,
 but the same in every run.
 
-Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the first group of
-`host_pattern` matched against the file's path, by default the name of its parent directory
+Host. `--host` wins; otherwise a JSON record's own `host`; otherwise the host swssd recorded
+beside its swss.rec (`_swssd_host` in the file's directory, the name its JSON records carry, so
+that one daemon is one host whichever of its captures is replayed; SONiC's own swss.rec has none);
+otherwise the first group of `host_pattern` matched against the file's path, by default the name
+of its parent directory
 (`captures/sw-leaf1/swss.rec` -> `sw-leaf1`).
 
 Database. swss.rec lines do not name one: a `TABLE|key` line (CONFIG_DB and STATE_DB style) is
@@ -56,8 +59,9 @@ from pyspark.sql.types import (
 
 from ..capture.format import KINDS
 from ..schema import REC_STARTED
-from .inputs_doc import DEFAULT_HOST_PATTERN
-from .readable import file_uri
+from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES
+from .paths import recorded_hosts
+from .readable import MAXLENGTH_OPTION, InputCheck, LongLine, file_uri, hadoop_max_length
 
 JSON_SCHEMA = StructType(
     [
@@ -100,6 +104,11 @@ class InputOptions:
     rec_db: str | None = None
     #: input files left out because they cannot be read (readable.py): path -> why; each is one reject
     unreadable: tuple[tuple[str, str], ...] = ()
+    #: lines longer than this many bytes are not read: each is one reject (readable.py)
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    #: where those lines are, found by a check of the inputs already running (readable.InputCheck,
+    #: the command line's); None: `load` starts one
+    long_lines: Callable[[], tuple[LongLine, ...]] | None = None
 
 
 @dataclass
@@ -123,6 +132,9 @@ class Inputs:
     stored: Sequence[Stored] = ()
     #: files left out unread: (path, why), one reject each
     unreadable: tuple[tuple[str, str], ...] = ()
+    #: the lines over the limit, left out unread: one reject each (waits for the check of the inputs)
+    long_lines: Callable[[], tuple[LongLine, ...]] = tuple
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
     @property
     def events(self) -> DataFrame:
@@ -136,9 +148,10 @@ class Inputs:
         parts = [s.rejects for s in self.stored if s.rejects is not None]
         if self.lines is not None:
             parts.insert(0, self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS))
-        if self.unreadable:
+        rows = [(file_uri(path), why, "") for path, why in self.unreadable]
+        rows += [(file_uri(x.path), x.reason(self.max_line_bytes), "") for x in self.long_lines()]
+        if rows:
             spark = (self.lines if self.lines is not None else self.stored[0].events).sparkSession
-            rows = [(file_uri(path), why, "") for path, why in self.unreadable]
             parts.append(spark.createDataFrame(rows, REJECT_SCHEMA))
         if not parts:  # stored inputs only, none with a rejected line
             return self.stored[0].events.sparkSession.createDataFrame([], REJECT_SCHEMA)
@@ -151,7 +164,9 @@ class Inputs:
         with contextlib.suppress(Py4JJavaError):
             observed = self.observation.get if self.observation is not None else {}
         counts = {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
-        counts["rejects"] += len(self.unreadable)
+        long_lines = len(self.long_lines())
+        counts["lines"] += long_lines
+        counts["rejects"] += len(self.unreadable) + long_lines
         return counts
 
 
@@ -331,16 +346,13 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
     }
 
 
-def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """The raw lines with where they came from: source path, split offset, position in the split
-    (as `load` numbers them; it reads the files itself, in one projection with the parsing)."""
-    return spark.read.text(list(paths)).selectExpr(
-        "value",
-        "_metadata.file_path AS source",
-        "_metadata.file_name AS file_name",
-        "_metadata.file_block_start AS block",
-        "monotonically_increasing_id() AS line",
-    )
+def _recorded_host(recorded: dict[str, str], q: Quote) -> str:
+    """The host recorded in a line's directory (paths.recorded_hosts), as the first argument of a
+    coalesce (with its comma); nothing when no directory has one."""
+    if not recorded:
+        return ""
+    pairs = ", ".join(f"{q(directory)}, {q(host)}" for directory, host in sorted(recorded.items()))
+    return f"try_element_at(map({pairs}), regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), "
 
 
 def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
@@ -349,10 +361,11 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     jc = _json_columns(q)
     rc = _rec_columns(opts.timezone, opts.rec_db, q)
     path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
+    recorded = _recorded_host({} if opts.host else recorded_hosts(opts.paths), q)
     host = (
         q(opts.host)
         if opts.host
-        else f"coalesce(host, CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
+        else f"coalesce(host, {recorded}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
     )
     return [
         *_parse_texts(utc_session, q),
@@ -384,7 +397,12 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             raise ValueError("no inputs" + (": none of them could be read" if opts.unreadable else ""))
         return Inputs(None, None, stored, opts.unreadable)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
-    lines = spark.read.text(list(opts.paths))
+    limit = opts.max_line_bytes
+    long_lines = opts.long_lines or InputCheck(opts.paths, limit).long_lines
+    # a line over the limit is skipped by Hadoop's reader, or reaches Spark cut at the limit plus
+    # 3 bytes at the end of a split (readable.py): either way it is not read, and counted apart
+    lines = (spark.read.option(MAXLENGTH_OPTION, str(hadoop_max_length(limit))).text(list(opts.paths))
+             .where(f"octet_length(value) <= {int(limit)}"))
     for projection in plan_texts(opts, utc_session, quoting(spark)):
         lines = lines.selectExpr(*projection)
     observation = Observation("replay_inputs")
@@ -397,4 +415,4 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),
     )
-    return Inputs(lines, observation, stored, opts.unreadable)
+    return Inputs(lines, observation, stored, opts.unreadable, long_lines, limit)

@@ -8,9 +8,16 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
 - Class data sharing (CDS): the classes a replay loads, parsed and verified once, are kept in an
   archive that later JVMs map at start (`-XX:SharedArchiveFile`). The first replay that starts a
   JVM makes it (`-XX:ArchiveClassesAtExit`): the JVM writes it when it exits, after the command
-  printed its results and returned (see hand_off: 20-60 s nobody waits for). It lives in
+  printed its results and returned (see hand_off: 20-60 s nobody waits for). One run at a time
+  writes it: the run that decides to holds a lock (`flock` on replay-cds-<key>.lock) until its
+  archive is kept or given up, its keeper holding it after the command returned; a run started
+  meanwhile runs without the archive and writes none (before, every run started in those
+  20-60 s wrote one more, printed so, and replaced the archive with its own). It lives in
   `$XDG_CACHE_HOME/swssd/` (`~/.cache/swssd/`), named by a fingerprint of the Java runtime and of
-  Spark's jars, so that an upgrade of either makes a new one (the old one is then removed).
+  Spark's jars, so that an upgrade of either makes a new one; the installation is recorded
+  beside it, and an archive goes when its installation is gone or changed. Each installation on
+  the machine (the PySpark of each venv) keeps its own: when each replay removed the others',
+  two venvs in use rewrote 165 MB in turn.
 - For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
   compiles cost more CPU than they save in a job of less than a minute or so.
 
@@ -26,6 +33,7 @@ are off (they would go to stdout). `SWSSD_REPLAY_CDS=0` turns the archive off.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -107,20 +115,25 @@ def _spark_jars() -> Path | None:
     return None if home is None else home / "jars"
 
 
-def fingerprint() -> str | None:
-    """What an archive is only valid for: the Java runtime and the jars on Spark's class path."""
-    java = _java()
-    if java is None:
+def installation() -> tuple[Path, Path] | None:
+    """This replay's Java runtime and the directory of Spark's jars (its PySpark's, in a venv)."""
+    java, jars = _java(), _spark_jars()
+    return None if java is None or jars is None else (java, jars)
+
+
+def fingerprint(of: tuple[Path, Path] | None = None) -> str | None:
+    """What an archive is only valid for: the Java runtime and the jars on Spark's class path
+    (`of`: that installation, by default this replay's)."""
+    found = of or installation()
+    if found is None:
         return None
+    java, jars = found
     h = hashlib.sha256()
     try:
         for f in (java, java.parent.parent / "lib" / "server" / "libjvm.so"):
             if f.exists():
                 st = f.stat()
                 h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-        jars = _spark_jars()
-        if jars is None:
-            return None
         h.update(f"{jars.resolve()}\n".encode())
         for jar in sorted(os.scandir(jars), key=lambda e: e.name):
             st = jar.stat()
@@ -139,6 +152,8 @@ class Start:
     archive: Path | None = None
     #: the temporary file the JVM writes an archive to at exit, if any
     dump_to: Path | None = None
+    #: a descriptor holding the lock that makes this run the archive's one writer (see _claim)
+    claim: int | None = None
 
     @property
     def final(self) -> Path | None:
@@ -155,6 +170,14 @@ class Start:
             _remove(self.dump_to)
         self.options = [o for o in self.options if not o.startswith(_CDS_OPTIONS)]
         self.archive = self.dump_to = None
+        self.release()
+
+    def release(self) -> None:
+        """Let other runs write the archive (this one's is kept, given up, or in a keeper's hands)."""
+        if self.claim is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.claim)
+            self.claim = None
 
 
 def _size_file(archive: Path) -> Path:
@@ -205,13 +228,29 @@ def plan(c1: bool, java_options: str = "", directory: Path | None = None) -> Sta
         return Start([*options, "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}"], archive=archive)
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        claim = _claim(directory / f"{_PREFIX}{key}.lock")
+        if claim is None:  # another run is writing it
+            return Start(options)
         _remove_stale(directory)
         dump_to = directory / f"{_PREFIX}{key}.{os.getpid()}.tmp"
         dump_to.touch()  # writable? (the JVM replaces it)
         dump_to.unlink()
     except OSError:
         return Start(options)
-    return Start([*options, f"-XX:ArchiveClassesAtExit={dump_to}"], dump_to=dump_to)
+    return Start([*options, f"-XX:ArchiveClassesAtExit={dump_to}"], dump_to=dump_to, claim=claim)
+
+
+def _claim(lock: Path) -> int | None:
+    """A descriptor holding an exclusive flock on `lock`, None when another holds it. The lock goes
+    with the last descriptor of it (this process's, or the keeper's that inherited it): a run that
+    is killed never leaves the archive unwritable."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _remove_stale(directory: Path) -> None:
@@ -230,7 +269,16 @@ def finish(start: Start, proc: subprocess.Popen[bytes] | None, note: bool = True
     kept only when the JVM exited cleanly. Archives of other Java or Spark installations go.
     """
     if start.dump_to is None or proc is None or start.final is None:
+        start.release()
         return
+    try:
+        _finish(start, proc, note)
+    finally:
+        start.release()
+
+
+def _finish(start: Start, proc: subprocess.Popen[bytes], note: bool) -> None:
+    assert start.dump_to is not None and start.final is not None
     if note:
         print(f"swssd replay: saving the JVM's class archive in {start.dump_to.parent} for faster starts "
               "(once)", file=sys.stderr, flush=True)
@@ -248,22 +296,47 @@ def finish(start: Start, proc: subprocess.Popen[bytes] | None, note: bool = True
 
 
 def keep(dump_to: Path, final: Path) -> bool:
-    """Give a written archive its final name and record its size beside it; other archives go."""
+    """Give a written archive its final name and record its size and installation beside it;
+    the archives of installations that are gone or changed go (see _in_use)."""
     try:
         size = dump_to.stat().st_size
         if size == 0:
             raise OSError("no archive")
         os.replace(dump_to, final)
-        tmp = final.with_name(final.name + f".size.{os.getpid()}.tmp")
-        tmp.write_text(f"{size}\n")
-        os.replace(tmp, _size_file(final))
+        _record(_size_file(final), f"{size}\n")
+        found = installation()
+        if found is not None:
+            _record(_install_file(final), json.dumps({"java": str(found[0]), "jars": str(found[1])}) + "\n")
     except OSError:
         _remove(dump_to)
         return False
     for p in final.parent.glob(f"{_PREFIX}*.jsa*"):
-        if not p.name.startswith(final.name):
-            _remove(p)
+        archive = p.with_name(p.name[: p.name.index(".jsa") + 4])
+        if archive != final and not _in_use(archive):
+            _remove(p, archive.with_name(archive.name.removesuffix(".jsa") + ".lock"))
     return True
+
+
+def _install_file(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".install")
+
+
+def _record(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _in_use(archive: Path) -> bool:
+    """Whether `archive` belongs to an installation that is still there as it was when it was
+    written: the Java and PySpark of another venv on this machine keep theirs (each replay
+    removing the others' made two venvs rewrite 165 MB in turn), an upgraded or removed one's goes."""
+    try:
+        recorded = json.loads(_install_file(archive).read_text())
+        of = (Path(recorded["java"]), Path(recorded["jars"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # written before installations were recorded, or damaged
+    return archive.is_file() and archive.name == f"{_PREFIX}{fingerprint(of)}.jsa"
 
 
 # -- the archive written while the command returns -------------------------------------------
@@ -316,7 +389,8 @@ def archive_maps(command: Sequence[str]) -> bool:
 
 def hand_off(start: Start, pid: int) -> bool:
     """Start the detached keeper of the archive the JVM `pid` writes as it exits; False (nothing
-    started) when that cannot be done here, and the caller waits for the JVM itself."""
+    started) when that cannot be done here, and the caller waits for the JVM itself. The keeper
+    inherits the claim on the archive and holds it until it is done."""
     if start.dump_to is None or start.final is None:
         return False
     try:
@@ -333,10 +407,11 @@ def hand_off(start: Start, pid: int) -> bool:
         subprocess.Popen(
             [sys.executable, "-m", "swssd.replay.jvm", json.dumps(job)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=start.dump_to.parent, start_new_session=True,
+            cwd=start.dump_to.parent, start_new_session=True, pass_fds=() if start.claim is None else (start.claim,),
         )
     except OSError:
         return False
+    start.release()
     return True
 
 

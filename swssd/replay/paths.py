@@ -9,6 +9,9 @@ A directory holding SEGMENT_MARKER is a columnar capture segment (segment.py), w
 (named, matched by a glob, or under a directory named): it is one input, read as Parquet, and
 nothing under it is read as text. Segments are recognised on the local file system only.
 
+The host of a swss.rec written by swssd: the daemon keeps its host name beside the file
+(swssd.capture.HOST_FILE_NAME); `recorded_hosts` reads it for the directories of the inputs.
+
 One stream, counted once: the daemon with `capture.rec = true` writes the same events twice into
 one directory, as JSON Lines (lossless) and as swss.rec. When the files to read hold both kinds in
 one directory, that directory's swss.rec files are left out and named in a note; naming swss.rec
@@ -24,11 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .readable import file_uri
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: swss.rec, rotated (swss.rec.1) and compressed (swss.rec.1.gz)
 _REC = re.compile(r"^swss\.rec(\.\d+)?(\.gz)?$")
 #: a JSON Lines capture, rotated and compressed likewise
 _JSONL = re.compile(r"\.jsonl(\.\d+)?(\.gz)?$")
+#: what a HOST_FILE_NAME may hold: one host name (no control characters, no `/`)
+_HOST_NAME = re.compile(r"^[^\x00-\x1f\x7f/]{1,255}$")
+_HOST_FILE_BYTES = 1024
 
 
 #: the file that makes a directory a capture segment (its manifest, segment.py)
@@ -148,3 +156,33 @@ def resolve_inputs(inputs: Sequence[str]) -> ResolvedInputs:
             segments.update(dict.fromkeys(met))
     files, skipped = _drop_rec_beside_jsonl(list(local))
     return ResolvedInputs([*map(str, files), *remote], list(map(str, segments)), skipped, links)
+
+
+def recorded_host(directory: Path) -> str | None:
+    """The host name swssd's capture writer keeps in `directory` (HOST_FILE_NAME); None when there
+    is none, or what is there is not one host name (a link, a FIFO, several lines: not read)."""
+    # here, not at the top: the command line resolves its inputs before the JVM starts, and
+    # swssd.capture's imports would delay that start
+    from ..capture import HOST_FILE_NAME
+
+    path = directory / HOST_FILE_NAME
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        with path.open("rb") as f:
+            text = f.read(_HOST_FILE_BYTES).decode("utf-8").removesuffix("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _HOST_NAME.match(text) else None
+
+
+def recorded_hosts(paths: Sequence[str]) -> dict[str, str]:
+    """Directory (as Spark names it in a file's path) -> the host swssd recorded there, for the
+    directories of the local files among `paths` that have one."""
+    found: dict[str, str] = {}
+    local = [Path(p.removeprefix("file://")) for p in paths if not _SCHEME.match(p) or p.startswith("file://")]
+    for directory in dict.fromkeys(p if p.is_dir() else p.parent for p in local):
+        host = recorded_host(directory)
+        if host is not None:
+            found[file_uri(str(directory))] = host
+    return found
