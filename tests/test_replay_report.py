@@ -9,6 +9,7 @@ lines. The fold below reads them the simple way and counts what overview.py's do
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -282,15 +283,26 @@ def test_the_figures_equal_a_plain_python_fold(report: dict[str, Any], captures:
     assert {e["host"] for e in inside} == {"sw1", "sw2", "sw3"}
 
 
+#: the page of the three-host capture: plotly.js compressed is some 1.9 MB of it
+PAGE_BOUND = 2_500_000
+
+
 def test_the_page_is_self_contained_and_small(report: dict[str, Any]) -> None:
+    from plotly.offline import get_plotlyjs
+
     text = report["html"]
-    assert len(text.encode()) < 5_000_000
+    assert len(text.encode()) < PAGE_BOUND
     # nothing to load: no element that names a resource (plotly.js itself holds URLs, for maps
     # and MathJax, which this page does not use; the browser test checks that nothing is fetched)
     assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=", text)
-    assert text.count("<script") == 7  # plotly.js, 4 charts, the data, the click handlers
+    # plotly.js (packed), 4 charts' figures, the data, the loader
+    assert text.count("<script") == 7
     for div in ("changes", "top-keys", "flapping-keys", "around"):
         assert f'id="{div}"' in text
+        assert f'data-div="{div}"' in text
+    # the packed script is plotly.js, byte for byte
+    m = re.search(r'<script type="application/gzip;base64" id="swssd-plotly">([A-Za-z0-9+/=]+)</script>', text)
+    assert m and gzip.decompress(base64.b64decode(m.group(1))).decode() == get_plotlyjs()
 
 
 def test_filters_apply_as_in_the_other_commands(captures: Path, tmp_path: Path, spark: SparkSession,
@@ -384,6 +396,11 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         driver.get((report["dir"] / "report.html").as_uri())
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        # plotly.js is inflated and run after the page loads; the loader marks the body when done
+        finished = WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.drawn"))
+        assert finished == "yes"
         drawn = driver.execute_script("""
             const out = {};
             for (const id of ['changes', 'top-keys', 'flapping-keys', 'around']) {
@@ -437,12 +454,14 @@ def test_an_empty_input_gives_a_page_that_says_so(tmp_path: Path, spark: SparkSe
 
 
 def test_a_page_too_big_is_shortened_to_fit() -> None:
-    """A fleet's worth of tables and keys with long values: the lists are cut, the page fits."""
+    """A fleet's worth of tables and keys with long values and very long keys (listed whole, unlike
+    values): the lists are cut, the page fits."""
     from swssd.replay.overview import Around, Event, KeyFigures, Overview, Series, Timeline
     from swssd.replay.page import PAGE_LIMIT, render
 
     def ev(i: int) -> Event:
-        return Event(START + i, f"sw{i % 40}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24", "SET", "state", False,
+        return Event(START + i, f"sw{i % 40}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24|" + "route-map-" * 1000,
+                     "SET", "state", False,
                      [("nexthop", ",".join(f"10.0.{j}.1" for j in range(40)))])
 
     def key(i: int) -> KeyFigures:
