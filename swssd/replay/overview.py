@@ -284,37 +284,42 @@ def key_counts(base: DataFrame) -> DataFrame:
     ).withColumn("key_id", F.expr("xxhash64(host, db, `table`, `key`)"))
 
 
-# A live record gives one row for its op (field 0, value 0 for SET, 1 for DEL); a live SET one
-# more a field, the field and its value as 64-bit hashes. Sorted by key, field and replay order
-# (`ord` flattened, then the field's position in the record), a key's op rows give its
-# alternations and each field's rows its reversions.
-_LIVE_ROWS = (
-    "inline(concat(array(named_struct('field', 0L, 'value', CASE WHEN op = 'DEL' THEN 1L ELSE 0L END, 'pos', 0)),"
-    " CASE WHEN op = 'SET' THEN transform(fvs, (p, i) -> named_struct('field', xxhash64(p[0]),"
-    " 'value', xxhash64(p[1]), 'pos', i + 1))"
-    " ELSE CAST(array() AS ARRAY<STRUCT<field: BIGINT, value: BIGINT, pos: INT>>) END))"
-)
+# A live record: its key, its place in replay order (`ord` flattened), its op (0 SET, 1 DEL) and,
+# for a SET, its fields and their values as 64-bit hashes. Shuffled by key as one row (narrower
+# than the rows below: one an event, not some three), then a row for its op (field 0) and one a
+# field (`pos`: the field's place in the record). Sorted by key, field and replay order, a key's
+# op rows give its alternations and each field's rows its reversions.
+_LIVE_RECORD = [
+    "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
+    "ord.block AS block", "ord.line AS line", "CASE WHEN op = 'DEL' THEN 1L ELSE 0L END AS op_value",
+    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS fields",
+    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS values",
+]
 _ORDER = ["us", "rotation", "file", "block", "line", "pos"]
+_LIVE_ROWS = [
+    *_ORDER[:-1], "key_id",
+    "inline(concat(array(named_struct('field', 0L, 'value', op_value, 'pos', 0)),"
+    " transform(arrays_zip(fields, `values`), (z, i) -> named_struct('field', z.fields, 'value', z.`values`,"
+    " 'pos', i + 1))))",
+]
 
 
 def flap_counts(base: DataFrame) -> DataFrame:
     """key_id, alternations, reversions of the keys with a live record (module docstring): one
-    shuffle and one sort of narrow rows (eight longs and ints).
+    shuffle of a narrow row a record, one sort of a narrower row an op or field.
 
     Keys, fields and values are compared by their 64-bit hashes (xxhash64); two different ones
     taken for one, or a field's hash taken for 0 (the op rows), have a chance of about 2^-64.
     Wider rows (the key's names, `ord` as a struct, the notifications and dead letters, whose
-    counts key_counts gives) made this sort as long as parsing the text."""
-    rows = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(
-        "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
-        "ord.block AS block", "ord.line AS line", _LIVE_ROWS,
-    )
-    # Some three rows an event: in the session's few shuffle partitions, each task's sort would
+    counts key_counts gives), shuffled after they were split into ops and fields, made this
+    sort as long as parsing the text."""
+    records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
+    # Some three rows a record: in the session's few shuffle partitions, each task's sort would
     # not fit beside the cache and spill. By key, which is all the window and the sums need, so
     # there is no other shuffle.
     partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
         "spark.sql.shuffle.partitions") or 1)
-    rows = rows.repartition(partitions, "key_id")
+    rows = records.repartition(partitions, "key_id").selectExpr(*_LIVE_ROWS)
     in_order = Window.partitionBy("key_id", "field").orderBy(*_ORDER)
     marked = (
         rows.withColumn("previous", F.lag("value").over(in_order))
