@@ -63,7 +63,7 @@ EVENT_COLUMNS = [*_KEYS, "op", "fvs", "ts", "dead_letter", "kind", "source", "or
 #: what it keeps of a parsed line: an event's columns, a rejected line's reason and text
 _KEPT = ["line_kind", *EVENT_COLUMNS, "reason", "CASE WHEN line_kind = 'reject' THEN value END AS value"]
 _BASE = [
-    *_KEYS, "op", "dead_letter", "ord", "fvs", "source",
+    *_KEYS, "op", "dead_letter", "ord", "fvs", "source", "ts",
     "coalesce(kind, 'state') AS kind",
     "(kind <=> 'notification') AS is_notification",
     "unix_micros(ts) AS us",
@@ -210,8 +210,8 @@ def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> 
 
 def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> tuple[Timeline, list[tuple[str, int]]]:
     """Events per bucket, per table and per host, split by op class (the MAX_SERIES busiest tables
-    and hosts apart, the others summed as one); and events per input file. One job: one
-    aggregation with three grouping sets."""
+    and hosts apart, the others summed as one); and events per input file. One job: the events
+    counted per host, table, op class, bucket and file, those counts summed over three grouping sets."""
     step = bucket_step(first_us, last_us)
     start = first_us - first_us % step
     buckets = (last_us - start) // step + 1
@@ -227,11 +227,14 @@ def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) ->
         "source", "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
         f"CAST((us - {start}) DIV {step} AS INT) AS bucket",
     )
+    # counted once per host, table, op class, bucket and file (a few rows a bucket), then per grouping
+    # set: the grouping sets' Expand copies those rows three times, not every event
+    counted = bucketed.groupBy("host", "db", "table", "op_class", "bucket", "source").agg(F.count(F.lit(1)).alias("n"))
     grouped = base.sparkSession.sql(
-        "SELECT host, db, `table`, op_class, bucket, source, count(1) AS n, grouping(host) AS by_table,"
-        " grouping(source) AS by_time FROM {bucketed}"
+        "SELECT host, db, `table`, op_class, bucket, source, sum(n) AS n, grouping(host) AS by_table,"
+        " grouping(source) AS by_time FROM {counted}"
         " GROUP BY GROUPING SETS ((db, `table`, op_class, bucket), (host, op_class, bucket), (source))",
-        bucketed=bucketed,
+        counted=counted,
     ).collect()
     sources = sorted((r["source"], int(r["n"])) for r in grouped if not r["by_time"])
     series: dict[str, list[Series]] = {}
@@ -413,7 +416,8 @@ def event(r: Row) -> Event:
 
 def around(base: DataFrame, at_us: int, window_us: int, limit: int) -> Around:
     """Every event in [at - window, at + window] on every host, in replay order (the first `limit`)."""
-    inside = base.where(f"us BETWEEN {at_us - window_us} AND {at_us + window_us}")
+    # on `ts`, not `us`: the cache's batches whose span is outside the window are skipped unread
+    inside = base.where(f"ts BETWEEN timestamp_micros({at_us - window_us}) AND timestamp_micros({at_us + window_us})")
     rows = inside.orderBy("ord").limit(limit).collect()
     total = len(rows) if len(rows) < limit else inside.count()
     return Around(at_us, window_us, total, [event(r) for r in rows])
