@@ -5,14 +5,16 @@ Generates once, into a temporary directory (or --keep DIR, reused when it is the
 several hosts: the first hosts write swssd JSON Lines (rotated into ~64 MiB files, the oldest
 gzipped; notifications, dead letters and subscriber tables among the records), the last one
 writes swss.rec (rotated, the oldest gzipped, with 'recording started' markers); every host has
-a few rejected lines. Field values go back and forth (admin_status up/down), so keys flap.
+a few rejected lines (none with --no-rejects). Field values go back and forth (admin_status
+up/down), so keys flap.
 
 Then, in one warm SparkSession (local[*]), runs `replay stats` and `replay report` (with
 `--around` an instant in the middle and `--window 5ms`) through swssd.replay.cli.main, alternating
 which runs first from round to round, Spark's cache cleared before each run. Prints each run with
 the 1-minute load average before it, the medians, their ratio and the page's size.
 
-Run: .venv/bin/python bench/bench_replay_report.py [--events 4000000] [--hosts 4] [--rounds 3] [--keep DIR]
+Run: .venv/bin/python bench/bench_replay_report.py [--events 4000000] [--hosts 4] [--rounds 3] [--no-rejects]
+     [--keep DIR]
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def _write_rotated(directory: Path, base: str, lines: list[str]) -> None:
             (directory / name).write_bytes(data)
 
 
-def generate(root: Path, events: int, hosts: int, seed: int = 1) -> None:
+def generate(root: Path, events: int, hosts: int, rejects: bool = True, seed: int = 1) -> None:
     """`events` records over `hosts` hosts: sw1.. JSON Lines, the last host swss.rec."""
     rng = random.Random(seed)
     per_host = events // hosts
@@ -114,7 +116,7 @@ def generate(root: Path, events: int, hosts: int, seed: int = 1) -> None:
         for i in range(per_host):
             us = START_US + (i // PER_TS) * STEP_US + h
             lines.append(_rec_line(rng, i, us) if rec else _json_line(rng, host, i, us))
-            if i % REJECT_EVERY == 0:
+            if rejects and i % REJECT_EVERY == 0:
                 lines.append('{"ts": "2026-11-26T00:00:00Z", "broken' if not rec else "core dumped while writ")
         _write_rotated(root / host, "swss.rec" if rec else "swssd.capture.jsonl", lines)
 
@@ -140,14 +142,16 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--keep", type=Path, help="generate into (and keep, and reuse) this directory")
     ap.add_argument("--only", choices=["stats", "report"], help="time one side only (to profile it)")
+    ap.add_argument("--no-rejects", action="store_true",
+                    help="no rejected lines: `stats` then writes no rejects either (no second pass over the text)")
     args = ap.parse_args()
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_replay_report_"))
-    captures = base / f"fleet-{args.events}-{args.hosts}"
+    captures = base / (f"fleet-{args.events}-{args.hosts}" + ("-clean" if args.no_rejects else ""))
     try:
         if not captures.exists():
             t = time.perf_counter()
-            generate(captures, args.events, args.hosts)
+            generate(captures, args.events, args.hosts, rejects=not args.no_rejects)
             files = [p for p in captures.rglob("*") if p.is_file()]
             print(f"generated {args.events:,} events on {args.hosts} hosts: {len(files)} files, "
                   f"{sum(p.stat().st_size for p in files) / 1e6:.0f} MB ({time.perf_counter() - t:.0f} s)", flush=True)
@@ -181,7 +185,8 @@ def main() -> None:
             text += f"   report/stats {medians['report'] / medians['stats']:.2f}"
         if page.exists():
             text += f"   page {page.stat().st_size:,} bytes"
-        print(f"{args.events:,} events, {args.hosts} hosts, medians of {args.rounds}: {text}   "
+        print(f"{args.events:,} events, {args.hosts} hosts{', no rejects' if args.no_rejects else ''}, "
+              f"medians of {args.rounds}: {text}   "
               f"load {min(loads):.1f}-{max(loads):.1f}", flush=True)
     finally:
         if not args.keep:

@@ -84,7 +84,8 @@ if(el){el.open=true;el.scrollIntoView({behavior:'smooth',block:'center'});}});}
 done('yes');
 }catch(e){
 for(const el of document.querySelectorAll('script.%(figure)s')){const d=document.getElementById(el.dataset.div);
-if(d)d.textContent='The charts could not be drawn here ('+e.message+'): open the page in a recent Chromium, Firefox or Safari.';}
+if(d)d.textContent='The charts could not be drawn here ('+e.message+'): '
++'open the page in a recent Chromium, Firefox or Safari.';}
 done(String(e.message||e));console.error(e);}
 })();
 """
