@@ -1,7 +1,7 @@
 """The report page: one self-contained HTML file drawn with plotly from overview.Overview.
 
 plotly.js is inlined once (nothing is fetched when the page is opened: no CDN, no MathJax, no
-fonts), gzip-compressed and in base64: 4.8 MB of script is some 1.9 MB of page. The page
+fonts), gzip-compressed and in base64: 4.8 MB of script is some 2.0 MB of page. The page
 inflates it with the browser's own DecompressionStream('gzip') (Chromium 80, Firefox 113,
 Safari 16.4 and later), runs it, then draws each chart from its figure's JSON; a browser without
 it gets a line saying so instead of the charts (the tables are plain HTML and need no script).
