@@ -9,6 +9,7 @@ lines. The fold below reads them the simple way and counts what overview.py's do
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -282,15 +283,26 @@ def test_the_figures_equal_a_plain_python_fold(report: dict[str, Any], captures:
     assert {e["host"] for e in inside} == {"sw1", "sw2", "sw3"}
 
 
+#: the page of the three-host capture: plotly.js compressed is some 2.0 MB of it
+PAGE_BOUND = 2_500_000
+
+
 def test_the_page_is_self_contained_and_small(report: dict[str, Any]) -> None:
+    from plotly.offline import get_plotlyjs
+
     text = report["html"]
-    assert len(text.encode()) < 5_000_000
+    assert len(text.encode()) < PAGE_BOUND
     # nothing to load: no element that names a resource (plotly.js itself holds URLs, for maps
     # and MathJax, which this page does not use; the browser test checks that nothing is fetched)
     assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=", text)
-    assert text.count("<script") == 7  # plotly.js, 4 charts, the data, the click handlers
+    # plotly.js (packed), 4 charts' figures, the data, the loader
+    assert text.count("<script") == 7
     for div in ("changes", "top-keys", "flapping-keys", "around"):
         assert f'id="{div}"' in text
+        assert f'data-div="{div}"' in text
+    # the packed script is plotly.js, byte for byte
+    m = re.search(r'<script type="application/gzip;base64" id="swssd-plotly">([A-Za-z0-9+/=]+)</script>', text)
+    assert m and gzip.decompress(base64.b64decode(m.group(1))).decode() == get_plotlyjs()
 
 
 def test_filters_apply_as_in_the_other_commands(captures: Path, tmp_path: Path, spark: SparkSession,
@@ -311,6 +323,28 @@ def test_filters_apply_as_in_the_other_commands(captures: Path, tmp_path: Path, 
     assert got == keys
     printed = capsys.readouterr().out
     assert re.search(r"read \d+ lines: \d+ events", printed) and f"-> {tmp_path / 'r.html'}" in printed
+
+
+def test_a_segment_gives_the_same_figures(captures: Path, tmp_path: Path, spark: SparkSession) -> None:
+    """The captures compacted into a segment (stored inputs: no text to parse, the rejects stored
+    with it), then reported: the same figures as the fold, the same input summary."""
+    segment = tmp_path / "segment"
+    assert main(["compact", str(captures), "--out", str(segment), *SPARK_ARGS]) == 0
+    assert main(["report", str(segment), "--out", str(tmp_path / "r.html"), "--output", str(tmp_path / "o"),
+                 *SPARK_ARGS]) == 0
+    events, counts = read_events(captures)
+    tables, keys = fold_figures(events)
+    o = tmp_path / "o" / "report"
+    assert {(r["host"], r["db"], r["table"]): (r["events"], r["sets"], r["dels"], r["notifications"],
+                                               r["dead_letters"], r["distinct_keys"])
+            for r in spark.read.parquet(str(o / "tables")).collect()} == tables
+    assert {(r["host"], r["db"], r["table"], r["key"]): (r["events"], r["sets"], r["dels"], r["dead_letters"],
+                                                         r["alternations"], r["reversions"], r["flaps"])
+            for r in spark.read.parquet(str(o / "keys")).collect()} == keys
+    data = page_data((tmp_path / "r.html").read_text())
+    assert {k: data["counts"][k] for k in ("lines", "events", "markers", "rejects")} == \
+        {k: counts[k] for k in ("lines", "events", "markers", "rejects")}
+    assert sum(data["reject_reasons"].values()) == counts["rejects"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -384,6 +418,11 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         driver.get((report["dir"] / "report.html").as_uri())
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        # plotly.js is inflated and run after the page loads; the loader marks the body when done
+        finished = WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.drawn"))
+        assert finished == "yes"
         drawn = driver.execute_script("""
             const out = {};
             for (const id of ['changes', 'top-keys', 'flapping-keys', 'around']) {
@@ -437,12 +476,14 @@ def test_an_empty_input_gives_a_page_that_says_so(tmp_path: Path, spark: SparkSe
 
 
 def test_a_page_too_big_is_shortened_to_fit() -> None:
-    """A fleet's worth of tables and keys with long values: the lists are cut, the page fits."""
+    """A fleet's worth of tables and keys with long values and very long keys (listed whole, unlike
+    values): the lists are cut, the page fits."""
     from swssd.replay.overview import Around, Event, KeyFigures, Overview, Series, Timeline
     from swssd.replay.page import PAGE_LIMIT, render
 
     def ev(i: int) -> Event:
-        return Event(START + i, f"sw{i % 40}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24", "SET", "state", False,
+        return Event(START + i, f"sw{i % 40}", "APPL_DB", "ROUTE_TABLE", f"10.{i}.0.0/24|" + "route-map-" * 1000,
+                     "SET", "state", False,
                      [("nexthop", ",".join(f"10.0.{j}.1" for j in range(40)))])
 
     def key(i: int) -> KeyFigures:

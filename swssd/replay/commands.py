@@ -51,8 +51,12 @@ def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
 
 
 def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
+    return _filtered(inputs.events, args, dbs)
+
+
+def _filtered(events: DataFrame, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
     return select_events(
-        inputs.events,
+        events,
         as_of_us=_instant(args, "as_of"),
         since_us=_instant(args, "since"),
         hosts=args.only_host,
@@ -305,7 +309,7 @@ def _report_title(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
-    """The HTML report: every figure aggregated in Spark over one cache of the filtered events
+    """The HTML report: every figure aggregated in Spark over one cache of the parsed lines
     (overview.py), drawn by page.py; the per-table and per-key figures also go to --output as Parquet."""
     from . import overview
     from .page import DETAIL_STEPS, render
@@ -313,13 +317,13 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
 
     around_us = _instant(args, "around")
     window_us = parse_duration(args.window)
-    inputs = _load(spark, args)
-    base = overview.cached_events(_events(inputs, args, args.db))
+    inputs, parsed = overview.parse_once(_load(spark, args))
+    base = overview.base_columns(_filtered(parsed, args, args.db))
     try:
         tables_path, keys_path = out_path(args, "report/tables"), out_path(args, "report/keys")
         keyed = overview.per_key(base).persist()
         try:
-            # the first job: it parses the inputs, filling the cache of the events as it goes
+            # the first job: it parses the inputs, filling the cache of the lines as it goes
             keys = _write(overview.key_figures(keyed), keys_path)
             tables = _write(overview.table_figures(keyed), tables_path).collect()
         finally:
@@ -344,7 +348,7 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
             top_keys=top_keys, flapping=flapping, around=around,
         )
     finally:
-        base.unpersist()
+        overview.release(inputs)
     text = render(ov, _report_title(args))
     out = Path(args.out)
     try:

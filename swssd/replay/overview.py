@@ -1,8 +1,10 @@
 """The figures of `swssd replay report`, aggregated in Spark: only they reach Python (page.py draws them).
 
-The filtered events are read once into a cache of the columns the figures need, by the first job
-(the per-key figures, which the per-table ones and the span come from); every other figure is an
-aggregation over that cache, so the text is parsed once, as for `stats`.
+The text is parsed once: the first job fills a cache (memory, then disk) of the lines' parsed
+columns the figures need, events and rejected lines together (parse_once), so that writing the
+rejects is not a second parse; every figure is an aggregation over that cache. The per-key
+counts are a hash aggregation, as in `stats`; only the flaps need order, and they sort narrow
+rows of hashes and longs, one per live record and one per field of a live SET (flap_counts).
 
 Definitions (the README's "replay report" section says the same):
 
@@ -28,7 +30,7 @@ Definitions (the README's "replay report" section says the same):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, Window
@@ -36,7 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from .fold import KEY_COLUMNS
-from .inputs import quote_name
+from .inputs import Inputs, quote_name
 
 MAX_BUCKETS = 240
 #: bucket steps in microseconds: the first that gives at most MAX_BUCKETS buckets is taken
@@ -56,8 +58,12 @@ MAX_SERIES = 10
 OTHERS = {"table": "(other tables)", "host": "(other hosts)"}
 
 _KEYS = [quote_name(c) for c in KEY_COLUMNS]
+#: what the report reads of an event (the filters read host, db, table, key and ts)
+EVENT_COLUMNS = [*_KEYS, "op", "fvs", "ts", "dead_letter", "kind", "source", "ord"]
+#: what it keeps of a parsed line: an event's columns, a rejected line's reason and text
+_KEPT = ["line_kind", *EVENT_COLUMNS, "reason", "CASE WHEN line_kind = 'reject' THEN value END AS value"]
 _BASE = [
-    *_KEYS, "op", "dead_letter", "ord", "fvs", "source",
+    *_KEYS, "op", "dead_letter", "ord", "fvs", "source", "ts",
     "coalesce(kind, 'state') AS kind",
     "(kind <=> 'notification') AS is_notification",
     "unix_micros(ts) AS us",
@@ -159,9 +165,35 @@ KEY_FIGURES = [*KEY_COLUMNS, "events", "sets", "dels", "dead_letters", "alternat
                "first_us", "last_us"]
 
 
-def cached_events(events: DataFrame) -> DataFrame:
-    """The columns the figures need, cached (memory, then disk): the inputs are parsed once."""
-    return events.selectExpr(*_BASE).persist(StorageLevel.MEMORY_AND_DISK)
+def parse_once(inputs: Inputs) -> tuple[Inputs, DataFrame]:
+    """The inputs with their text lines parsed into a cache (memory, then disk) of the events'
+    EVENT_COLUMNS and the rejected lines, and the events (with those of stored inputs), unfiltered.
+
+    The rejects written from the returned Inputs come from that cache, not from a second parse
+    of the text (the cache is filled by the first job; release it with `release`)."""
+    stored = [s.events.selectExpr(*EVENT_COLUMNS) for s in inputs.stored]
+    if inputs.lines is None:
+        parts = stored
+    else:
+        kept = inputs.lines.where("line_kind IN ('event', 'reject')").selectExpr(*_KEPT)
+        kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
+        inputs = replace(inputs, lines=kept)
+        parts = [kept.where("line_kind = 'event'").selectExpr(*EVENT_COLUMNS), *stored]
+    events = parts[0]
+    for part in parts[1:]:
+        events = events.unionByName(part)
+    return inputs, events
+
+
+def release(inputs: Inputs) -> None:
+    """Drop parse_once's cache."""
+    if inputs.lines is not None:
+        inputs.lines.unpersist()
+
+
+def base_columns(events: DataFrame) -> DataFrame:
+    """The columns the figures read, computed from the (cached) events."""
+    return events.selectExpr(*_BASE)
 
 
 def _count(cond: str) -> Column:
@@ -178,8 +210,8 @@ def bucket_step(first_us: int, last_us: int, max_buckets: int = MAX_BUCKETS) -> 
 
 def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) -> tuple[Timeline, list[tuple[str, int]]]:
     """Events per bucket, per table and per host, split by op class (the MAX_SERIES busiest tables
-    and hosts apart, the others summed as one); and events per input file. One job: one
-    aggregation with three grouping sets."""
+    and hosts apart, the others summed as one); and events per input file. One job: the events
+    counted per host, table, op class, bucket and file, those counts summed over three grouping sets."""
     step = bucket_step(first_us, last_us)
     start = first_us - first_us % step
     buckets = (last_us - start) // step + 1
@@ -195,11 +227,14 @@ def timeline(base: DataFrame, first_us: int, last_us: int, tables: list[Row]) ->
         "source", "CASE WHEN is_notification THEN 'notification' ELSE op END AS op_class",
         f"CAST((us - {start}) DIV {step} AS INT) AS bucket",
     )
+    # counted once per host, table, op class, bucket and file (a few rows a bucket), then per grouping
+    # set: the grouping sets' Expand copies those rows three times, not every event
+    counted = bucketed.groupBy("host", "db", "table", "op_class", "bucket", "source").agg(F.count(F.lit(1)).alias("n"))
     grouped = base.sparkSession.sql(
-        "SELECT host, db, `table`, op_class, bucket, source, count(1) AS n, grouping(host) AS by_table,"
-        " grouping(source) AS by_time FROM {bucketed}"
+        "SELECT host, db, `table`, op_class, bucket, source, sum(n) AS n, grouping(host) AS by_table,"
+        " grouping(source) AS by_time FROM {counted}"
         " GROUP BY GROUPING SETS ((db, `table`, op_class, bucket), (host, op_class, bucket), (source))",
-        bucketed=bucketed,
+        counted=counted,
     ).collect()
     sources = sorted((r["source"], int(r["n"])) for r in grouped if not r["by_time"])
     series: dict[str, list[Series]] = {}
@@ -231,61 +266,82 @@ def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
             for r in tables}
 
 
-# Every record becomes rows of one narrow shape, sorted once per key: a notification (tag 0), a
-# dead-lettered record (1) and a live record (2) give one row, its op as 0 (SET) or 1 (DEL); a
-# live SET also gives one row per field (3), the field and its value as 64-bit hashes. Sorted
-# by (key, tag, field, order), the live ops' row order gives the alternations and each field's
-# rows its reversions; the counts are sums over the same rows. The key's names ride on the rows
-# of tags 0-2 only.
-_ROWS = (
-    "inline(CASE WHEN is_notification THEN array(named_struct('tag', 0, 'field', 0L, 'value', 0L, 'pos', 0))"
-    " ELSE concat(array(named_struct('tag', CASE WHEN dead_letter THEN 1 ELSE 2 END, 'field', 0L,"
-    " 'value', CASE WHEN op = 'DEL' THEN 1L ELSE 0L END, 'pos', 0)),"
-    " CASE WHEN (NOT dead_letter) AND op = 'SET' THEN transform(fvs, (p, i) -> named_struct('tag', 3,"
-    " 'field', xxhash64(p[0]), 'value', xxhash64(p[1]), 'pos', i + 1))"
-    " ELSE CAST(array() AS ARRAY<STRUCT<tag: INT, field: BIGINT, value: BIGINT, pos: INT>>) END) END)"
-)
-_ON_KEY_ROWS = [f"CASE WHEN tag < 3 THEN {c} END AS {c}" for c in (*_KEYS, "us", "dead_letter")]
-_RECORD = "tag IN (1, 2)"
+_IS_RECORD = "NOT is_notification"
 SORT_PARTITIONS_PER_SHUFFLE_PARTITION = 4
 
 
-def per_key(base: DataFrame) -> DataFrame:
-    """Per key (notifications' keys too): churn as `stats` counts it, flaps (module docstring), and
-    the notifications' counts; one shuffle and one sort of narrow rows over the cached events.
+def key_counts(base: DataFrame) -> DataFrame:
+    """Per key (notifications' keys too): its events as `stats` counts them, and the notifications'
+    counts; a hash aggregation, as in `stats`."""
+    return base.groupBy(*KEY_COLUMNS).agg(
+        _count(_IS_RECORD).alias("events"),
+        _count(f"{_IS_RECORD} AND op = 'SET'").alias("sets"),
+        _count(f"{_IS_RECORD} AND op = 'DEL'").alias("dels"),
+        _count(f"{_IS_RECORD} AND dead_letter").alias("dead_letters"),
+        F.expr(f"min(CASE WHEN {_IS_RECORD} THEN us END)").alias("first_us"),
+        F.expr(f"max(CASE WHEN {_IS_RECORD} THEN us END)").alias("last_us"),
+        _count("is_notification").alias("notifications"),
+        _count("is_notification AND dead_letter").alias("notification_dead_letters"),
+        F.min("us").alias("any_first_us"),
+        F.max("us").alias("any_last_us"),
+    ).withColumn("key_id", F.expr("xxhash64(host, db, `table`, `key`)"))
 
-    Keys, fields and values are compared by their 64-bit hashes (xxhash64): two different ones
-    taken for one have a chance of about 2^-64. Sorting the strings and the records themselves (a
-    window per key and another per field) made the report some 4 times as long as `stats`."""
-    rows = base.selectExpr(*_KEYS, "us", "dead_letter", "ord", "xxhash64(host, db, `table`, `key`) AS key_id",
-                           _ROWS).selectExpr("key_id", "tag", "field", "value", "ord", "pos", *_ON_KEY_ROWS)
-    # Some three rows an event: in the session's few shuffle partitions, each task's sort would
-    # not fit beside the cache and spill (4M events: the sort twice as long in a second run). By
-    # key, which is all the window needs, so there is no other shuffle.
+
+# A live record: its key, its place in replay order (`ord` flattened), its op (0 SET, 1 DEL) and,
+# for a SET, its fields and their values as 64-bit hashes. Shuffled by key as one row (narrower
+# than the rows below: one an event, not some three), then a row for its op (field 0) and one a
+# field (`pos`: the field's place in the record). Sorted by key, field and replay order, a key's
+# op rows give its alternations and each field's rows its reversions.
+_LIVE_RECORD = [
+    "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
+    "ord.block AS block", "ord.line AS line", "CASE WHEN op = 'DEL' THEN 1L ELSE 0L END AS op_value",
+    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS fields",
+    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS values",
+]
+_ORDER = ["us", "rotation", "file", "block", "line", "pos"]
+_LIVE_ROWS = [
+    *_ORDER[:-1], "key_id",
+    "inline(concat(array(named_struct('field', 0L, 'value', op_value, 'pos', 0)),"
+    " transform(arrays_zip(fields, `values`), (z, i) -> named_struct('field', z.fields, 'value', z.`values`,"
+    " 'pos', i + 1))))",
+]
+
+
+def flap_counts(base: DataFrame) -> DataFrame:
+    """key_id, alternations, reversions of the keys with a live record (module docstring): one
+    shuffle of a narrow row a record, one sort of a narrower row an op or field.
+
+    Keys, fields and values are compared by their 64-bit hashes (xxhash64); two different ones
+    taken for one, or a field's hash taken for 0 (the op rows), have a chance of about 2^-64.
+    Wider rows (the key's names, `ord` as a struct, the notifications and dead letters, whose
+    counts key_counts gives), shuffled after they were split into ops and fields, made this
+    sort as long as parsing the text."""
+    records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
+    # Some three rows a record: in the session's few shuffle partitions, each task's sort would
+    # not fit beside the cache and spill. By key, which is all the window and the sums need, so
+    # there is no other shuffle.
     partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
         "spark.sql.shuffle.partitions") or 1)
-    rows = rows.repartition(partitions, "key_id")
-    in_order = Window.partitionBy("key_id", "tag", "field").orderBy("ord", "pos")
+    rows = records.repartition(partitions, "key_id").selectExpr(*_LIVE_ROWS)
+    in_order = Window.partitionBy("key_id", "field").orderBy(*_ORDER)
     marked = (
         rows.withColumn("previous", F.lag("value").over(in_order))
-        .where("tag <> 3 OR previous IS NULL OR value <> previous")  # a field's repeated value: no change
+        .where("field = 0 OR previous IS NULL OR value <> previous")  # a field's repeated value: no change
         .withColumn("two_before", F.lag("value", 2).over(in_order))
     )
     return marked.groupBy("key_id").agg(
-        *(F.max(c).alias(c) for c in KEY_COLUMNS),
-        _count(_RECORD).alias("events"),
-        _count(f"{_RECORD} AND value = 0").alias("sets"),
-        _count(f"{_RECORD} AND value = 1").alias("dels"),
-        _count("tag = 1").alias("dead_letters"),
-        _count("tag = 2 AND value <> previous").alias("alternations"),
-        _count("tag = 3 AND value = two_before").alias("reversions"),
-        F.expr(f"min(CASE WHEN {_RECORD} THEN us END)").alias("first_us"),
-        F.expr(f"max(CASE WHEN {_RECORD} THEN us END)").alias("last_us"),
-        _count("tag = 0").alias("notifications"),
-        _count("tag = 0 AND dead_letter").alias("notification_dead_letters"),
-        F.min("us").alias("any_first_us"),
-        F.max("us").alias("any_last_us"),
-    ).withColumn("flaps", F.col("alternations") + F.col("reversions"))
+        _count("field = 0 AND value <> previous").alias("alternations"),
+        _count("field <> 0 AND value = two_before").alias("reversions"),
+    )
+
+
+def per_key(base: DataFrame) -> DataFrame:
+    """Per key (notifications' keys too): key_counts with the flaps (0 for a key without a live record)."""
+    return (
+        key_counts(base).join(flap_counts(base), "key_id", "left")
+        .fillna(0, subset=["alternations", "reversions"])
+        .withColumn("flaps", F.col("alternations") + F.col("reversions"))
+    )
 
 
 def key_figures(keyed: DataFrame) -> DataFrame:
@@ -360,7 +416,8 @@ def event(r: Row) -> Event:
 
 def around(base: DataFrame, at_us: int, window_us: int, limit: int) -> Around:
     """Every event in [at - window, at + window] on every host, in replay order (the first `limit`)."""
-    inside = base.where(f"us BETWEEN {at_us - window_us} AND {at_us + window_us}")
+    # on `ts`, not `us`: the cache's batches whose span is outside the window are skipped unread
+    inside = base.where(f"ts BETWEEN timestamp_micros({at_us - window_us}) AND timestamp_micros({at_us + window_us})")
     rows = inside.orderBy("ord").limit(limit).collect()
     total = len(rows) if len(rows) < limit else inside.count()
     return Around(at_us, window_us, total, [event(r) for r in rows])

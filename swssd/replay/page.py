@@ -1,15 +1,21 @@
 """The report page: one self-contained HTML file drawn with plotly from overview.Overview.
 
 plotly.js is inlined once (nothing is fetched when the page is opened: no CDN, no MathJax, no
-fonts); each chart is a plotly figure, zoomable. Time series are written as plotly's typed
-arrays (base64) with `x0`/`dx`, so a chart costs a few bytes a bucket. plotly.js alone is some
-4.8 MB of the PAGE_LIMIT: the rows the page lists (histories, the timeline around an instant)
+fonts), gzip-compressed and in base64: 4.8 MB of script is some 2.0 MB of page. The page
+inflates it with the browser's own DecompressionStream('gzip') (Chromium 80, Firefox 113,
+Safari 16.4 and later), runs it, then draws each chart from its figure's JSON; a browser without
+it gets a line saying so instead of the charts (the tables are plain HTML and need no script).
+Each chart is a plotly figure, zoomable. Time series are written as plotly's typed arrays
+(base64) with `x0`/`dx`, so a chart costs a few bytes a bucket. Where the rows the page lists
+(histories, the timeline around an instant, a fleet's tables) would take it past PAGE_LIMIT, they
 are cut, latest kept, until the page fits, and the page says so.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
+import gzip
 import html
 import json
 import sys
@@ -52,12 +58,39 @@ details>summary{cursor:pointer;color:#1f5fa8}details[open]{background:#fafcff}
 .note{color:#666;font-size:.85em}
 """
 
-_CLICK = """
-function swssdOpen(divId){var gd=document.getElementById(divId);if(!gd||!gd.on)return;
-gd.on('plotly_click',function(ev){var id=ev.points[0].customdata;var el=document.getElementById(id);
+#: the chart library's script element, holding it gzip-compressed in base64
+PLOTLY_ID = "swssd-plotly"
+#: the class of the script elements that hold a chart's figure (data-div names its div)
+FIGURE_CLASS = "swssd-figure"
+CONFIG = {"displaylogo": False, "responsive": True}
+
+# Inflates plotly.js, runs it as an inline script (nothing fetched), draws every figure, hooks a
+# click on a key's bar to its history; then marks <body data-drawn> ("yes", or the error's text,
+# which the page also shows), for a reader that waits for the charts (the browser test).
+_LOADER = """
+(async function(){
+const done=function(what){document.body.dataset.drawn=what;};
+try{
+if(typeof DecompressionStream==='undefined')throw new Error('this browser has no DecompressionStream');
+const packed=atob(document.getElementById('%(plotly)s').textContent.trim());
+const bytes=new Uint8Array(packed.length);for(let i=0;i<packed.length;i++)bytes[i]=packed.charCodeAt(i);
+const text=await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text();
+const s=document.createElement('script');s.textContent=text;document.head.appendChild(s);
+for(const el of document.querySelectorAll('script.%(figure)s')){
+const fig=JSON.parse(el.textContent);await Plotly.newPlot(el.dataset.div,fig.data,fig.layout,%(config)s);}
+for(const id of ['%(keys)s','%(flaps)s']){const gd=document.getElementById(id);if(!gd||!gd.on)continue;
+gd.on('plotly_click',function(ev){const el=document.getElementById(ev.points[0].customdata);
 if(el){el.open=true;el.scrollIntoView({behavior:'smooth',block:'center'});}});}
-swssdOpen('top-keys');swssdOpen('flapping-keys');
+done('yes');
+}catch(e){
+for(const el of document.querySelectorAll('script.%(figure)s')){const d=document.getElementById(el.dataset.div);
+if(d)d.textContent='The charts could not be drawn here ('+e.message+'): '
++'open the page in a recent Chromium, Firefox or Safari.';}
+done(String(e.message||e));console.error(e);}
+})();
 """
+_LOADER_NAMES = {"plotly": PLOTLY_ID, "figure": FIGURE_CLASS, "config": json.dumps(CONFIG), "keys": DIV_KEYS,
+                 "flaps": DIV_FLAPS}
 
 
 def iso(us: int) -> str:
@@ -127,9 +160,18 @@ TEMPLATE = {"layout": {"font": {"family": "system-ui, sans-serif", "size": 12}, 
 
 
 def _figure_html(fig: go.Figure, div_id: str) -> str:
+    """The chart's div and its figure as JSON, which the page's loader draws once plotly.js is inflated."""
     fig.layout.template = TEMPLATE  # assigned, not updated: nothing of the default is kept
-    return str(pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False, div_id=div_id,
-                           config={"displaylogo": False, "responsive": True}))
+    height = f"{fig.layout.height}px" if fig.layout.height else "100%"
+    figure = str(pio.to_json(fig, validate=False)).replace("</", "<\\/")
+    return (f'<div id="{div_id}" class="plotly-graph-div" style="height:{height};width:100%"></div>'
+            f'<script type="application/json" class="{FIGURE_CLASS}" data-div="{div_id}">{figure}</script>')
+
+
+@functools.cache
+def packed_plotlyjs() -> str:
+    """plotly.js, gzip-compressed (the same bytes on every run) and in base64, as the page carries it."""
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode("ascii")
 
 
 def _colors(names: Sequence[str]) -> dict[str, str]:
@@ -313,7 +355,6 @@ def data_block(ov: Overview, history: int, around: int, table_rows: int) -> dict
 
 
 def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, table_rows: int, cut: bool) -> str:
-    plotly_js = get_plotlyjs()
     parts = ["<h1>swssd replay report</h1>",
              f'<p class="note">written {iso(int(datetime.now(UTC).timestamp() * 1_000_000))[:19]}Z'
              " by swssd replay report; times are UTC</p>"]
@@ -359,10 +400,11 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, tabl
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>swssd replay report</title>"
         f'<meta name=viewport content="width=device-width"><style>{_STYLE}</style>'
-        f'<script type="text/javascript">{plotly_js}</script></head><body>'
+        "</head><body>"
         + "\n".join(parts)
         + f'<script type="application/json" id="swssd-report-data">{data}</script>'
-        + f"<script>{_CLICK}</script></body></html>\n"
+        + f'<script type="application/gzip;base64" id="{PLOTLY_ID}">{packed_plotlyjs()}</script>'
+        + f"<script>{_LOADER % _LOADER_NAMES}</script></body></html>\n"
     )
 
 
