@@ -129,6 +129,12 @@ def test_every_block_is_one_the_test_runs() -> None:
     assert of_kind("program") and len(of_kind("replay")) == 1
 
 
+def test_ci_runs_the_readmes_test_command_exactly() -> None:
+    """.ci/run's last line is README.md's second setup command, character for character."""
+    ci = (Path(__file__).parents[1] / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == setup_blocks()[1].text.strip()
+
+
 def test_no_block_names_a_table_of_sonics_schema() -> None:
     names = {w for line in SCHEMA_NAMES.read_text().splitlines() if not line.startswith("#") for w in line.split()}
     assert {"PORT_TABLE", "ROUTE_TABLE", "PORT", "VLAN", "NOTIFICATIONS"} <= names
