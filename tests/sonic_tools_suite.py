@@ -135,15 +135,15 @@ def dump_redis() -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for db in range(16):
-        client = redis_py.Redis(unix_socket_path=SOCKET, db=db, decode_responses=True)
+        client: Any = redis_py.Redis(unix_socket_path=SOCKET, db=db, decode_responses=True)
         for key in sorted(client.keys("*")):
-            kind = client.type(key)
-            value: Any = {"hash": lambda k: dict(sorted(client.hgetall(k).items())),
-                          "set": lambda k: sorted(client.smembers(k)),
-                          "list": lambda k: client.lrange(k, 0, -1),
-                          "string": client.get,
-                          "zset": lambda k: client.zrange(k, 0, -1, withscores=True)}[kind](key)
-            out[f"{db}/{key}"] = value
+            readers: dict[str, Callable[[str], Any]] = {
+                "hash": lambda k: dict(sorted(client.hgetall(k).items())),
+                "set": lambda k: sorted(client.smembers(k)),
+                "list": lambda k: client.lrange(k, 0, -1),
+                "string": client.get,
+                "zset": lambda k: client.zrange(k, 0, -1, withscores=True)}
+            out[f"{db}/{key}"] = readers[str(client.type(key))](key)
         client.close()
     return out
 
@@ -155,7 +155,8 @@ def run_step(env: Env, result: Result, argv: list[str], paths: list[Path], cwd: 
     try:
         done = subprocess.run(command, cwd=cwd or env.scratch, env=proc_env, capture_output=True, text=True,
                               timeout=STEP_TIMEOUT)
-        rc, out, err = done.returncode, done.stdout, done.stderr
+        rc: int | str = done.returncode
+        out, err = done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         rc, out, err = "timed out", _text(exc.stdout), _text(exc.stderr)
     result.steps.append({"argv": argv[1:] if argv[0] == "-c" else argv, "rc": rc, "stdout": out,
