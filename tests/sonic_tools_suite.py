@@ -31,22 +31,33 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from sonic_tools_cli import SCENARIOS as CLI_SCENARIOS
+from sonic_tools_steps import (
+    ROOT,
+    SOCKET,
+    SOCKET_DIR,
+    Env,
+    Result,
+    Scenario,
+    python_snippet,
+    redis_cli,
+    run_daemon,
+    run_step,
+)
+
 SKIP = 77
-SOCKET_DIR = "/var/run/redis"
-SOCKET = f"{SOCKET_DIR}/redis.sock"
-#: seconds a program's step may take
-STEP_TIMEOUT = 60
+#: the checkouts a scenario may need, by option name, with the variable that also gives them
+TREES = {"utilities": "SONIC_UTILITIES_TREE", "host-services": "SONIC_HOST_SERVICES_TREE",
+         "py-common": "SONIC_PY_COMMON_TREE", "config-engine": "SONIC_CONFIG_ENGINE_TREE",
+         "yang-mgmt": "SONIC_YANG_MGMT_TREE", "platform-common": "SONIC_PLATFORM_COMMON_TREE",
+         "bgpcfgd": "SONIC_BGPCFGD_TREE"}
 #: the databases of a single-ASIC SONiC image's database_config.json
 DATABASES = {
     "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
@@ -72,60 +83,16 @@ BASE_CONFIG = {
 }
 
 
-@dataclass
-class Env:
-    """Where a run's programs come from and how they are started."""
-
-    python: str
-    trees: dict[str, Path]
-    mode: str                    # "binding" or "layer"
-    binding_env: str
-    scratch: Path
-    stub_log: Path
-
-    def command(self, argv: list[str], paths: list[Path]) -> tuple[list[str], dict[str, str]]:
-        """`python argv...` with `swsscommon` the binding's or the layer's and `paths` importable."""
-        extra = os.pathsep.join(str(p) for p in paths)
-        env = dict(os.environ, PATH=f"{self.scratch / 'stubs'}{os.pathsep}{os.environ['PATH']}",
-                   STUB_LOG=str(self.stub_log), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-        if self.mode == "layer":
-            env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "compat"), str(ROOT), extra])
-            return [self.python, *argv], env
-        env["PYTHONPATH"] = os.pathsep.join([str(self.scratch / "binding_shim"), extra])
-        script = 'source "$0" && exec "$1" "${@:2}"'  # the env file puts the binding first on PYTHONPATH
-        return ["bash", "-c", script, self.binding_env, self.python, *argv], env
-
-
-@dataclass
-class Result:
-    """What one scenario did on one side."""
-
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    redis: dict[str, Any] = field(default_factory=dict)
-    reactions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Scenario:
-    name: str
-    needs: tuple[str, ...]
-    run: Callable[[Env, Result], None]
-    seed: dict[str, dict[str, str]] = field(default_factory=dict)
-
-
 # -- Redis ----------------------------------------------------------------------------------------
 
-def redis_cli(*args: str) -> str:
-    return subprocess.run(["redis-cli", "-s", SOCKET, *args], capture_output=True, text=True, check=True).stdout
-
-
-def reset_redis(seed: dict[str, dict[str, str]]) -> None:
+def reset_redis(scenario: Scenario) -> None:
     """FLUSHALL, then the base config and the scenario's rows in CONFIG_DB, marked initialized as
-    a switch's is once its config is loaded."""
+    a switch's is once its config is loaded, and its rows in the other databases."""
     redis_cli("FLUSHALL")
     redis_cli("-n", "4", "SET", "CONFIG_DB_INITIALIZED", "1")
-    for key, fields in {**BASE_CONFIG, **seed}.items():
-        redis_cli("-n", "4", "HSET", key, *(x for fv in fields.items() for x in fv))
+    for db, rows in {4: {**BASE_CONFIG, **scenario.seed}, **scenario.seed_dbs}.items():
+        for key, fields in rows.items():
+            redis_cli("-n", str(db), "HSET", key, *(x for fv in fields.items() for x in fv))
 
 
 def dump_redis() -> dict[str, Any]:
@@ -137,38 +104,23 @@ def dump_redis() -> dict[str, Any]:
     for db in range(16):
         client: Any = redis_py.Redis(unix_socket_path=SOCKET, db=db, decode_responses=True)
         for key in sorted(client.keys("*")):
-            readers: dict[str, Callable[[str], Any]] = {
-                "hash": lambda k: dict(sorted(client.hgetall(k).items())),
-                "set": lambda k: sorted(client.smembers(k)),
-                "list": lambda k: client.lrange(k, 0, -1),
-                "string": client.get,
-                "zset": lambda k: client.zrange(k, 0, -1, withscores=True)}
-            out[f"{db}/{key}"] = readers[str(client.type(key))](key)
+            out[f"{db}/{key}"] = _read(client, key)
         client.close()
     return out
 
 
-# -- steps ----------------------------------------------------------------------------------------
-
-def run_step(env: Env, result: Result, argv: list[str], paths: list[Path], cwd: Path | None = None) -> None:
-    command, proc_env = env.command(argv, paths)
-    try:
-        done = subprocess.run(command, cwd=cwd or env.scratch, env=proc_env, capture_output=True, text=True,
-                              timeout=STEP_TIMEOUT)
-        rc: int | str = done.returncode
-        out, err = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, out, err = "timed out", _text(exc.stdout), _text(exc.stderr)
-    result.steps.append({"argv": argv[1:] if argv[0] == "-c" else argv, "rc": rc, "stdout": out,
-                         "stderr_tail": err[-800:]})
-
-
-def _text(data: bytes | str | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
-
-
-def python_snippet(env: Env, result: Result, code: str, paths: list[Path]) -> None:
-    run_step(env, result, ["-c", code], paths)
+def _read(client: Any, key: str) -> Any:
+    """A key's value in a form that compares: hashes and sets sorted."""
+    kind = client.type(key)
+    if kind == "hash":
+        return dict(sorted(client.hgetall(key).items()))
+    if kind == "set":
+        return sorted(client.smembers(key))
+    if kind == "list":
+        return client.lrange(key, 0, -1)
+    if kind == "zset":
+        return client.zrange(key, 0, -1, withscores=True)
+    return client.get(key)
 
 
 # -- scenarios ------------------------------------------------------------------------------------
@@ -214,43 +166,17 @@ HOSTCFGD_CHANGES = [
     ("HSET", "KDUMP|config", "enabled", "true"),
 ]
 
-
 def scenario_hostcfgd(env: Env, result: Result) -> None:
     """hostcfgd's listen loop: started on the base config, then each change in CONFIG_DB; what it
-    ran (the stubs' log) is its reaction. The files it writes land in the run's overlay on /etc.
-    python-ldap, which it imports but does not use for these tables, is an empty module when the
-    interpreter has none (it does not build without the OpenLDAP headers)."""
+    ran (the stubs' log) is its reaction. The files it writes land in the run's overlay on /etc."""
     paths = [env.trees["host-services"] / "scripts", env.trees["host-services"], env.trees["py-common"],
-             env.trees["utilities"], env.scratch / "deps_shim"]
-    (env.scratch / "deps_shim").mkdir()
-    if subprocess.run([env.python, "-c", "import ldap"], capture_output=True).returncode != 0:
-        (env.scratch / "deps_shim" / "ldap.py").write_text('"""python-ldap is not installed here."""\n')
-    if subprocess.run([env.python, "-c", "import M2Crypto"], capture_output=True).returncode != 0:
-        # sonic_installer's Aboot bootloader imports it; hostcfgd only asks which bootloader runs
-        (env.scratch / "deps_shim" / "M2Crypto.py").write_text('"""M2Crypto is not installed here."""\nX509 = None\n')
+             env.trees["utilities"], env.placeholders()]
     script = env.trees["host-services"] / "scripts" / "hostcfgd"
     # the image's templates are not in these trees: empty ones, so rendering runs and writes empty files
     for template in set(re.findall(r"/usr/share/sonic/templates/[\w.-]+\.j2", script.read_text())):
         Path(template).parent.mkdir(parents=True, exist_ok=True)
         Path(template).touch()
-    command, proc_env = env.command([str(script)], paths)
-    daemon = subprocess.Popen(command, cwd=env.scratch, env=proc_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        time.sleep(4)
-        for change in HOSTCFGD_CHANGES:
-            redis_cli("-n", "4", *change)
-            time.sleep(1.5)
-        time.sleep(2)
-    finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            out, err = daemon.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            out, err = daemon.communicate()
-    result.steps.append({"argv": ["hostcfgd"], "running_at_end": daemon.returncode in (-15, 0, 143),
-                         "stdout": out, "stderr_tail": err[-1500:]})
+    run_daemon(env, result, [str(script)], paths, [("-n", "4", *change) for change in HOSTCFGD_CHANGES])
 
 
 SCENARIOS = [
@@ -263,17 +189,26 @@ SCENARIOS = [
                    "INTERFACE|Ethernet4|10.0.0.1/31": {}}),
     Scenario("hostcfgd", ("host-services", "py-common", "utilities"), scenario_hostcfgd),
 ]
+SCENARIOS += CLI_SCENARIOS
 
 
 # -- the namespace --------------------------------------------------------------------------------
 
-def write_stubs(scratch: Path) -> None:
+def write_stubs(scratch: Path, python: str) -> None:
     stubs = scratch / "stubs"
     stubs.mkdir()
     for name in STUBS:
         path = stubs / name
         path.write_text(f'#!/bin/sh\necho "{name} $*" >> "$STUB_LOG"\nexit 0\n')
         path.chmod(0o755)
+    # the programs' own scripts (#!/usr/bin/env python3, sonic-cfggen's python) run on their interpreter
+    for name in ("python3", "python"):
+        python_wrapper(stubs / name, python)
+
+
+def python_wrapper(path: Path, python: str) -> None:
+    path.write_text(f'#!/bin/sh\nexec {python} "$@"\n')
+    path.chmod(0o755)
 
 
 def write_binding_shim(scratch: Path) -> None:
@@ -301,25 +236,36 @@ def database_config() -> dict[str, Any]:
     }
 
 
+def overlay(directory: str) -> None:
+    """An overlay on `directory` whose upper layer is in the namespace's tmpfs."""
+    layer = f"{SOCKET_DIR}/overlay{directory.replace('/', '-')}"
+    os.makedirs(f"{layer}/upper")
+    os.makedirs(f"{layer}/work")
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir={directory},upperdir={layer}/upper,workdir={layer}/work", directory], check=True)
+
+
 def inside(args: argparse.Namespace) -> int:
     """In the namespaces: loopback, tmpfs, redis-server, then each scenario on both sides."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", SOCKET_DIR], check=True)
     os.makedirs(f"{SOCKET_DIR}/sonic-db")
-    os.makedirs(f"{SOCKET_DIR}/etc-upper")
-    os.makedirs(f"{SOCKET_DIR}/etc-work")
-    # what the daemons write under /etc stays in this namespace (an overlay whose upper layer is the tmpfs)
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                    f"lowerdir=/etc,upperdir={SOCKET_DIR}/etc-upper,workdir={SOCKET_DIR}/etc-work", "/etc"], check=True)
     Path(f"{SOCKET_DIR}/sonic-db/database_config.json").write_text(json.dumps(database_config()))
+    # what the programs write under /etc, /usr/share and /usr/local/bin stays in this namespace
+    for directory in ("/etc", "/usr/share", "/usr/local/bin"):
+        overlay(directory)
     os.makedirs("/etc/sonic", exist_ok=True)  # in the overlay: what a SONiC image's build writes
     Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
     Path("/etc/sonic/init_cfg.json").write_text("{}")
-    for layer_dir in ("share-upper", "share-work"):
-        os.makedirs(f"{SOCKET_DIR}/{layer_dir}")
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                    f"lowerdir=/usr/share,upperdir={SOCKET_DIR}/share-upper,workdir={SOCKET_DIR}/share-work",
-                    "/usr/share"], check=True)
+    metadata = BASE_CONFIG["DEVICE_METADATA|localhost"]  # the device directory an image installs, empty
+    os.makedirs(f"/usr/share/sonic/device/{metadata['platform']}/{metadata['hwsku']}")
+    trees = {k: Path(v) for k, v in json.loads(args.trees).items()}
+    # config's auto_techsupport_helper puts /usr/local/bin and /usr/sbin first on PATH: the
+    # programs' scripts run by it (#!/usr/bin/env python3) find the programs' interpreter there too
+    for name in ("python3", "python"):
+        python_wrapper(Path("/usr/local/bin", name), args.python)
+    if "config-engine" in trees:  # config loads it from where the image installs it
+        shutil.copy(trees["config-engine"] / "sonic-cfggen", "/usr/local/bin/sonic-cfggen")
     sys.path.insert(0, str(ROOT))
     from swssd.redis.embedded_redis import find_redis_server
 
@@ -327,7 +273,6 @@ def inside(args: argparse.Namespace) -> int:
         find_redis_server(), "--port", "6379", "--bind", "127.0.0.1", "--unixsocket", SOCKET,
         "--unixsocketperm", "777", "--databases", "16", "--notify-keyspace-events", "AKE", "--save", "",
         "--appendonly", "no", "--loglevel", "warning"], stdout=subprocess.DEVNULL)
-    trees = {k: Path(v) for k, v in json.loads(args.trees).items()}
     differed = 0
     try:
         for _ in range(100):
@@ -345,10 +290,10 @@ def inside(args: argparse.Namespace) -> int:
             for mode in ("binding", "layer"):
                 with tempfile.TemporaryDirectory(prefix=f"tools-{scenario.name}-{mode}-") as scratch_dir:
                     scratch = Path(scratch_dir)
-                    write_stubs(scratch)
+                    write_stubs(scratch, args.python)
                     write_binding_shim(scratch)
                     env = Env(args.python, trees, mode, args.binding, scratch, scratch / "stubs.log")
-                    reset_redis(scenario.seed)
+                    reset_redis(scenario)
                     result = Result()
                     scenario.run(env, result)
                     result.redis = dump_redis()
@@ -394,8 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--binding", default=os.environ.get("SWSSD_SWSSCOMMON_ENV"),
                         help="env file of the built binding (default $SWSSD_SWSSCOMMON_ENV)")
-    for name, var in (("utilities", "SONIC_UTILITIES_TREE"), ("host-services", "SONIC_HOST_SERVICES_TREE"),
-                      ("py-common", "SONIC_PY_COMMON_TREE"), ("config-engine", "SONIC_CONFIG_ENGINE_TREE")):
+    for name, var in TREES.items():
         parser.add_argument(f"--{name}", default=os.environ.get(var), help=f"a checkout (default ${var})")
     parser.add_argument("--python", default=os.environ.get("SONIC_TOOLS_PYTHON", sys.executable),
                         help="interpreter with the programs' dependencies (default $SONIC_TOOLS_PYTHON)")
@@ -406,11 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.inside:
         return inside(args)
-    trees = {name: str(Path(value).resolve()) for name in ("utilities", "host-services", "py-common", "config-engine")
-             if (value := getattr(args, name.replace("-", "_")))}
+    trees = {name: str(Path(value).resolve()) for name in TREES if (value := getattr(args, name.replace("-", "_")))}
     if not trees:
-        return skip("no SONiC tree given (--utilities, --host-services, --py-common, --config-engine or their "
-                    "$SONIC_*_TREE variables)")
+        return skip(f"no SONiC tree given (--{', --'.join(TREES)} or their $SONIC_*_TREE variables)")
     if not args.binding or not Path(args.binding).exists():
         return skip("no built binding to compare with (--binding or $SWSSD_SWSSCOMMON_ENV)")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip") or not shutil.which("redis-cli"):

@@ -1,0 +1,96 @@
+"""sonic_tools_suite.py's scenarios for sonic-utilities' operator commands: `config` and `show` as an
+operator types them, one process per command, on a switch with a few ports, and route_check."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from sonic_tools_steps import Env, Result, Scenario, run_step
+
+#: `config ...` then `show ...` commands, in order: each `show` reads what the `config`s before it wrote
+CLI_STEPS = [
+    ["show", "vlan", "brief"],
+    ["config", "vlan", "add", "100"],
+    ["config", "vlan", "add", "100"],                      # exists: refused
+    ["config", "vlan", "add", "200"],
+    ["config", "vlan", "member", "add", "100", "Ethernet0"],
+    ["config", "vlan", "member", "add", "-u", "200", "Ethernet8"],
+    ["config", "vlan", "member", "add", "100", "Ethernet404"],  # no such port: refused
+    ["config", "interface", "ip", "add", "Ethernet4", "10.0.0.1/31"],
+    ["config", "interface", "ip", "add", "Ethernet4", "fc00::1/126"],
+    ["config", "interface", "ip", "add", "Vlan100", "192.168.0.1/24"],
+    ["config", "loopback", "add", "Loopback0"],
+    ["config", "interface", "ip", "add", "Loopback0", "10.1.0.1/32"],
+    ["config", "portchannel", "add", "PortChannel01"],
+    ["config", "portchannel", "member", "add", "PortChannel01", "Ethernet12"],
+    ["config", "interface", "shutdown", "Ethernet12"],
+    ["config", "interface", "mtu", "Ethernet4", "1500"],
+    ["config", "feature", "state", "snmp", "disabled"],
+    ["config", "feature", "autorestart", "lldp", "disabled"],
+    ["config", "feature", "state", "nosuch", "enabled"],     # no such feature: refused
+    ["show", "vlan", "brief"],
+    ["show", "vlan", "config"],
+    ["show", "interfaces", "status"],
+    ["show", "interfaces", "description"],
+    ["show", "interfaces", "portchannel"],
+    ["show", "feature", "status"],
+    ["show", "feature", "config"],
+    ["show", "feature", "autorestart"],
+    ["config", "vlan", "member", "del", "100", "Ethernet0"],
+    ["config", "interface", "ip", "remove", "Ethernet4", "10.0.0.1/31"],
+    ["config", "interface", "ip", "remove", "Vlan100", "192.168.0.1/24"],
+    ["config", "vlan", "del", "100"],
+    ["config", "loopback", "del", "Loopback0"],
+    ["config", "portchannel", "member", "del", "PortChannel01", "Ethernet12"],
+    ["show", "vlan", "brief"],
+    ["show", "runningconfiguration", "all"],
+]
+#: how each command's click group is started, as its console script does
+ENTRY = {"config": "from config.main import config as main", "show": "from show.main import cli as main"}
+
+
+def _port(index: int) -> dict[str, str]:
+    lanes = ",".join(str(29 - 4 * index + i) for i in range(4))
+    return {"lanes": lanes, "alias": f"fortyGigE0/{4 * index}", "speed": "40000", "mtu": "9100",
+            "admin_status": "up", "index": str(index)}
+
+
+#: four ports (the base config has the first two) and the features an image's init_cfg.json lists
+CLI_SEED = {
+    "PORT|Ethernet8": _port(2), "PORT|Ethernet12": _port(3),
+    "FEATURE|snmp": {"state": "enabled", "auto_restart": "enabled", "delayed": "False", "has_global_scope": "True",
+                     "has_per_asic_scope": "False", "high_mem_alert": "disabled", "set_owner": "local"},
+    "FEATURE|lldp": {"state": "enabled", "auto_restart": "enabled", "delayed": "False", "has_global_scope": "True",
+                     "has_per_asic_scope": "False", "high_mem_alert": "disabled", "set_owner": "local"},
+}
+#: what portsyncd and portmgrd put in APPL_DB and STATE_DB for those ports on a running switch
+CLI_SEED_DBS = {
+    0: {f"PORT_TABLE:Ethernet{4 * i}": {**_port(i), "oper_status": "up" if i % 2 == 0 else "down",
+                                        "description": ""} for i in range(4)},
+    6: {f"PORT_TABLE|Ethernet{4 * i}": {"state": "ok", "netdev_oper_status": "up"} for i in range(4)},
+}
+
+
+def cli_paths(env: Env) -> list[Path]:
+    """What sonic-utilities' commands import: the trees an image installs them with."""
+    return [env.trees["utilities"], env.trees["py-common"], env.trees["config-engine"], env.trees["yang-mgmt"],
+            env.trees["platform-common"], env.placeholders()]
+
+
+def scenario_config_show(env: Env, result: Result) -> None:
+    """config's utilities_common.auto_techsupport_helper puts /usr/sbin before PATH's stubs, so
+    `ip neigh flush dev Ethernet4` runs for real: on tap links in the suite's network namespace."""
+    for link in ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12", "Vlan100"):
+        subprocess.run(["ip", "tuntap", "add", link, "mode", "tap"], capture_output=True)  # already there: fine
+    paths = cli_paths(env)
+    bins = [env.trees["utilities"] / "scripts"]  # show runs intfutil, portconfig... as commands
+    for command, *args in CLI_STEPS:
+        code = f"import sys; {ENTRY[command]}; sys.argv[0] = {command!r}; main()"
+        run_step(env, result, ["-c", code, *args], paths, bins=bins, label=[command, *args])
+
+
+SCENARIOS = [
+    Scenario("config_show", ("utilities", "py-common", "config-engine", "yang-mgmt", "platform-common"),
+             scenario_config_show, seed=CLI_SEED, seed_dbs=CLI_SEED_DBS),
+]
