@@ -73,6 +73,7 @@ class Result:
     steps: list[dict[str, Any]] = field(default_factory=list)
     redis: dict[str, Any] = field(default_factory=dict)
     reactions: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

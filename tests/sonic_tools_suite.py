@@ -236,13 +236,47 @@ def database_config() -> dict[str, Any]:
     }
 
 
-def overlay(directory: str) -> None:
-    """An overlay on `directory` whose upper layer is in the namespace's tmpfs."""
-    layer = f"{SOCKET_DIR}/overlay{directory.replace('/', '-')}"
-    os.makedirs(f"{layer}/upper")
-    os.makedirs(f"{layer}/work")
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                    f"lowerdir={directory},upperdir={layer}/upper,workdir={layer}/work", directory], check=True)
+#: directories the programs write to, overlaid afresh for each side's run
+OVERLAID = ("/etc", "/usr/share", "/usr/local/bin")
+
+
+def lay_image(run: str, python: str, trees: dict[str, Path]) -> dict[str, str]:
+    """Fresh overlays on OVERLAID for one side's run (whose upper layers are in the namespace's
+    tmpfs, so what an earlier run wrote is gone) holding the files a SONiC image's build puts
+    there; returns those files, so that what the run itself writes can be told apart."""
+    for directory in OVERLAID:
+        subprocess.run(["umount", directory], capture_output=True)  # the previous run's, if any
+        layer = f"{SOCKET_DIR}/overlay/{run}{directory.replace('/', '-')}"
+        os.makedirs(f"{layer}/upper")
+        os.makedirs(f"{layer}/work")
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        f"lowerdir={directory},upperdir={layer}/upper,workdir={layer}/work", directory], check=True)
+    os.makedirs("/etc/sonic", exist_ok=True)
+    Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
+    Path("/etc/sonic/init_cfg.json").write_text("{}")
+    metadata = BASE_CONFIG["DEVICE_METADATA|localhost"]  # the device directory an image installs, empty
+    os.makedirs(f"/usr/share/sonic/device/{metadata['platform']}/{metadata['hwsku']}")
+    # config's auto_techsupport_helper puts /usr/local/bin and /usr/sbin first on PATH: the
+    # programs' scripts run by it (#!/usr/bin/env python3) find the programs' interpreter there too
+    for name in ("python3", "python"):
+        python_wrapper(Path("/usr/local/bin", name), python)
+    if "config-engine" in trees:  # config loads it from where the image installs it
+        shutil.copy(trees["config-engine"] / "sonic-cfggen", "/usr/local/bin/sonic-cfggen")
+    return written_files(run)
+
+
+def written_files(run: str) -> dict[str, str]:
+    """What the upper layers of a run's overlays hold: path -> text ("<deleted>" for a whiteout)."""
+    out: dict[str, str] = {}
+    for directory in OVERLAID:
+        upper = Path(f"{SOCKET_DIR}/overlay/{run}{directory.replace('/', '-')}/upper")
+        for path in sorted(upper.rglob("*")):
+            name = directory + "/" + str(path.relative_to(upper))
+            if path.is_char_device():
+                out[name] = "<deleted>"
+            elif path.is_file():
+                out[name] = path.read_bytes()[:4000].decode(errors="replace")
+    return out
 
 
 def inside(args: argparse.Namespace) -> int:
@@ -251,21 +285,7 @@ def inside(args: argparse.Namespace) -> int:
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", SOCKET_DIR], check=True)
     os.makedirs(f"{SOCKET_DIR}/sonic-db")
     Path(f"{SOCKET_DIR}/sonic-db/database_config.json").write_text(json.dumps(database_config()))
-    # what the programs write under /etc, /usr/share and /usr/local/bin stays in this namespace
-    for directory in ("/etc", "/usr/share", "/usr/local/bin"):
-        overlay(directory)
-    os.makedirs("/etc/sonic", exist_ok=True)  # in the overlay: what a SONiC image's build writes
-    Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
-    Path("/etc/sonic/init_cfg.json").write_text("{}")
-    metadata = BASE_CONFIG["DEVICE_METADATA|localhost"]  # the device directory an image installs, empty
-    os.makedirs(f"/usr/share/sonic/device/{metadata['platform']}/{metadata['hwsku']}")
     trees = {k: Path(v) for k, v in json.loads(args.trees).items()}
-    # config's auto_techsupport_helper puts /usr/local/bin and /usr/sbin first on PATH: the
-    # programs' scripts run by it (#!/usr/bin/env python3) find the programs' interpreter there too
-    for name in ("python3", "python"):
-        python_wrapper(Path("/usr/local/bin", name), args.python)
-    if "config-engine" in trees:  # config loads it from where the image installs it
-        shutil.copy(trees["config-engine"] / "sonic-cfggen", "/usr/local/bin/sonic-cfggen")
     sys.path.insert(0, str(ROOT))
     from swssd.redis.embedded_redis import find_redis_server
 
@@ -293,9 +313,12 @@ def inside(args: argparse.Namespace) -> int:
                     write_stubs(scratch, args.python)
                     write_binding_shim(scratch)
                     env = Env(args.python, trees, mode, args.binding, scratch, scratch / "stubs.log")
+                    image = lay_image(f"{scenario.name}-{mode}", args.python, trees)
                     reset_redis(scenario)
                     result = Result()
                     scenario.run(env, result)
+                    result.files = {path: text for path, text in written_files(f"{scenario.name}-{mode}").items()
+                                    if image.get(path) != text}
                     result.redis = dump_redis()
                     result.reactions = env.stub_log.read_text().splitlines() if env.stub_log.exists() else []
                     results[mode] = result
@@ -320,6 +343,9 @@ def report(name: str, results: dict[str, Result], keep: str | None) -> int:
     for key in keys:
         if binding.redis.get(key) != layer.redis.get(key):
             problems.append(f"redis {key}: binding {binding.redis.get(key)!r} layer {layer.redis.get(key)!r}")
+    for path in sorted(set(binding.files) | set(layer.files)):
+        if binding.files.get(path) != layer.files.get(path):
+            problems.append(f"file {path}: binding {binding.files.get(path)!r} layer {layer.files.get(path)!r}")
     if binding.reactions != layer.reactions:
         problems.append(f"reactions differ:\n  binding: {binding.reactions}\n  layer:   {layer.reactions}")
     failed_both = [s["argv"] for s in binding.steps if s.get("rc") not in (0, None)]
@@ -329,7 +355,8 @@ def report(name: str, results: dict[str, Result], keep: str | None) -> int:
             Path(keep, f"{name}.{mode}.json").write_text(json.dumps(result.__dict__, indent=1, sort_keys=True))
     status = "DIFFERS" if problems else "same"
     print(f"{name}: {status} ({len(binding.steps)} steps, {len(binding.redis)} keys, "
-          f"{len(binding.reactions)} reactions; steps failing on the binding too: {failed_both})")
+          f"{len(binding.reactions)} reactions, {len(binding.files)} files written; "
+          f"steps failing on the binding too: {failed_both})")
     for problem in problems[:20]:
         print("  " + problem.replace("\n", "\n  "))
     return 1 if problems else 0
