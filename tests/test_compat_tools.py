@@ -58,7 +58,8 @@ def bgpmon(sc, out):
     db = sc.DBConnector("STATE_DB", 0)
     pipe = sc.RedisPipeline(db)
     for key, fvs in (("NEIGH_STATE_TABLE|10.0.0.1", {"state": "Established"}),
-                     ("NEIGH_STATE_TABLE|10.0.0.2", {"state": "Idle", "extra": "x y"}), ("NEIGH_STATE_TABLE|10.0.0.3", None)):
+                     ("NEIGH_STATE_TABLE|10.0.0.2", {"state": "Idle", "extra": "x y"}),
+                     ("NEIGH_STATE_TABLE|10.0.0.3", None)):
         command = sc.RedisCommand()
         if fvs is None:
             command.formatDEL(key)
@@ -146,7 +147,8 @@ def events(sc, out):
 
 
 def names(sc, out):
-    out.append(("names", sc.IFACE_NAME_MAX_LEN, sc.isInterfaceNameValid("Ethernet0"), sc.isInterfaceNameValid("x" * 16)))
+    out.append(("names", sc.IFACE_NAME_MAX_LEN, sc.isInterfaceNameValid("Ethernet0"),
+                sc.isInterfaceNameValid("x" * 16)))
 
 
 SCENARIOS = {"bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events, "names": names}
@@ -232,7 +234,8 @@ def test_portstat_counters_with_a_gearbox(sonic_db_config: Path) -> None:
     assert rows[("UNION", "Ethernet0")][1] == [True, "7"]
     assert rows[("UNION", "Ethernet0")][2] == [True, "123456789012345678"]
     assert rows[("UNION", "Ethernet8")] == ([False, ()], [False, ""], [False, ""], [False, ""], (-1, ""))
-    assert rows[("LINESIDE", "Ethernet4")][1] == [True, "126"] and rows[("LINESIDE", "Ethernet4")][4] == (10, "oid:0x22")
+    assert rows[("LINESIDE", "Ethernet4")][1] == [True, "126"]
+    assert rows[("LINESIDE", "Ethernet4")][4] == (10, "oid:0x22")
     assert rows[("SYSTEMSIDE", "Ethernet0")][0] == [False, ()]
 
 
