@@ -151,7 +151,48 @@ def names(sc, out):
                 sc.isInterfaceNameValid("x" * 16)))
 
 
-SCENARIOS = {"bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events, "names": names}
+def featured(sc, out):
+    # featured's loop: subscribers by priority, found again by getFd(), one pop() per select
+    cfg = sc.DBConnector("CONFIG_DB", 0)
+    appl = sc.DBConnector("APPL_DB", 0)
+    feature_state = sc.Table(sc.DBConnector("STATE_DB", 0), "FEATURE")
+    for db in (cfg, appl):
+        db.flushdb()
+    sc.ConfigDBConnector().connect(wait_for_init=False)  # as featured does; it turns keyspace events on
+    for name in ("snmp", "lldp"):
+        cfg.hset("FEATURE|" + name, "state", "enabled")
+    select = sc.Select()
+    subscribers = {}
+    for db, table, pri in ((cfg, "FEATURE", 10), (appl, "PORT_TABLE", 9)):
+        subscriber = sc.SubscriberStateTable(db, table, sc.TableConsumable.DEFAULT_POP_BATCH_SIZE, pri)
+        select.addSelectable(subscriber)
+        subscribers[subscriber.getFd()] = (subscriber, table)
+
+    def take(timeout):
+        ready, selectable = select.select(timeout)
+        if ready != select.OBJECT:
+            out.append(("timeout", ready))
+            return False
+        subscriber, table = subscribers[selectable.getFd()]
+        key, op, fvs = subscriber.pop()
+        out.append((table, key, op, fvs))
+        if table == "FEATURE":
+            feature_state.set(key, [("state", dict(fvs).get("state", ""))])
+        return True
+
+    while take(200):
+        pass
+    for db, key, field, value in ((cfg, "FEATURE|lldp", "state", "disabled"), (appl, "PORT_TABLE:PortInitDone",
+                                  "lanes", "0"), (cfg, "FEATURE|bgp", "state", "enabled")):
+        db.hset(key, field, value)
+        take(5000)
+    take(200)
+    out.append(("batch", sc.TableConsumable.DEFAULT_POP_BATCH_SIZE,
+                sc.SubscriberStateTable.DEFAULT_POP_BATCH_SIZE))
+
+
+SCENARIOS = {"featured": featured, "bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events,
+             "names": names}
 
 
 def drive(sc, config, name):
@@ -198,7 +239,7 @@ def normal(results: list[Any]) -> list[Any]:
     return [tuple("opaque" if isinstance(x, int) and r[0] == "pushed" else x for x in r) for r in results]
 
 
-@pytest.mark.parametrize("name", ["bgpmon", "transaction", "portstat", "events", "names"])
+@pytest.mark.parametrize("name", ["featured", "bgpmon", "transaction", "portstat", "events", "names"])
 def test_same_results_and_state_as_the_binding(swss_env: dict[str, str], sonic_db_config: Path, name: str) -> None:
     theirs_out = theirs(swss_env, sonic_db_config, name)
     theirs_state = state()
@@ -257,6 +298,37 @@ def test_cfg_schema_reads_the_tables_of_a_yang_module() -> None:
     assert ours_module.CFG_DEVICE_METADATA_TABLE_NAME == "DEVICE_METADATA"
     assert ours_module.CFG_FLEX_COUNTER_TABLE_NAME == "FLEX_COUNTER_TABLE"
     assert ours_module.CFG_PORT_CABLE_LEN_TABLE_NAME == "CABLE_LENGTH"  # schema.h's own name stays
+
+
+def test_featured_finds_its_subscribers_again_by_fd(sonic_db_config: Path) -> None:
+    out = ours(sonic_db_config, "featured")
+    assert sorted(out[:2]) == [("FEATURE", "lldp", "SET", (("state", "enabled"),)),  # in Redis's KEYS order
+                               ("FEATURE", "snmp", "SET", (("state", "enabled"),))]
+    assert out[2:] == [("timeout", 2), ("FEATURE", "lldp", "SET", (("state", "disabled"),)),
+                       ("PORT_TABLE", "PortInitDone", "SET", (("lanes", "0"),)),
+                       ("FEATURE", "bgp", "SET", (("state", "enabled"),)), ("timeout", 2), ("batch", 128, 128)]
+    assert state() == {"STATE_DB/FEATURE|snmp": {"state": "enabled"}, "STATE_DB/FEATURE|lldp": {"state": "disabled"},
+                       "STATE_DB/FEATURE|bgp": {"state": "enabled"}}
+
+
+def test_cfg_schema_reads_the_models_rendered_from_templates(tmp_path: Path) -> None:
+    """An image's yang-models holds sonic-acl and sonic-policer rendered from yang-templates with
+    yang_model_type="py" (caclmgrd subscribes to CFG_ACL_TABLE_TABLE_NAME and CFG_ACL_RULE_TABLE_NAME)."""
+    (tmp_path / "yang-models").mkdir()
+    (tmp_path / "yang-templates").mkdir()
+    (tmp_path / "yang-models" / "sonic-x.yang").write_text("module sonic-x { container sonic-x { container X { } } }")
+    (tmp_path / "yang-templates" / "sonic-acl.yang.j2").write_text(
+        '{% if yang_model_type == "cvl" %}\nmodule sonic-acl-cvl {\n{% else %}\nmodule sonic-acl {\n{% endif %}\n'
+        '  container sonic-acl { container ACL_RULE { } container ACL_TABLE { } }\n'
+        '  {% if yang_model_type == "cvl" %} container CVL_ONLY { } {% endif %}\n}\n')
+    assert gen_cfg_schema.table_names(tmp_path / "yang-models") == ["ACL_RULE", "ACL_TABLE", "X"]
+    (tmp_path / "yang-templates" / "sonic-y.yang.j2").write_text("module y { {{ other }} }")
+    with pytest.raises(ValueError, match=r"sonic-y\.yang\.j2: a Jinja construct"):
+        gen_cfg_schema.table_names(tmp_path / "yang-models")
+    output = tmp_path / "o.py"
+    assert gen_cfg_schema.main([str(tmp_path / "yang-models"), "--commit", "0", "--output", str(output)]) == 2
+    assert ours_module.CFG_ACL_TABLE_TABLE_NAME == "ACL_TABLE" and ours_module.CFG_ACL_RULE_TABLE_NAME == "ACL_RULE"
+    assert ours_module.CFG_POLICER_TABLE_NAME == "POLICER"
 
 
 def test_cfg_schema_regenerates_from_sonic_yang_models(tmp_path: Path) -> None:
