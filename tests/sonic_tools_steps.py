@@ -81,11 +81,14 @@ class Scenario:
     """A program's steps, the trees it needs and the rows it starts from: `seed` in CONFIG_DB,
     `seed_dbs` in other databases by number."""
 
+
     name: str
     needs: tuple[str, ...]
     run: Callable[[Env, Result], None]
     seed: dict[str, dict[str, str]] = field(default_factory=dict)
     seed_dbs: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: the Redis state ("db/key" -> value) made comparable where two runs differ by nature
+    normalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def redis_cli(*args: str) -> str:

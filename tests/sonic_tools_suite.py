@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_tools_cli import SCENARIOS as CLI_SCENARIOS
+from sonic_tools_daemons import SCENARIOS as DAEMON_SCENARIOS
 from sonic_tools_steps import (
     ROOT,
     SOCKET,
@@ -51,6 +52,7 @@ from sonic_tools_steps import (
     run_daemon,
     run_step,
 )
+from sonic_tools_stubs import python_wrapper, write_stubs
 
 SKIP = 77
 #: the checkouts a scenario may need, by option name, with the variable that also gives them
@@ -65,9 +67,6 @@ DATABASES = {
     "SNMP_OVERLAY_DB": (7, "|"), "RESTAPI_DB": (8, "|"), "GB_ASIC_DB": (9, ":"), "GB_COUNTERS_DB": (10, ":"),
     "GB_FLEX_COUNTER_DB": (11, ":"), "APPL_STATE_DB": (14, ":"),
 }
-#: commands the daemons run, replaced by stubs that log their arguments and succeed
-STUBS = ("systemctl", "service", "sudo", "hostname", "iptables", "ip6tables", "ip", "sysctl", "modprobe",
-         "logger", "timedatectl", "chronyc", "ntpq", "docker", "pkill", "killall", "usermod", "useradd")
 #: /etc/sonic/sonic_version.yml as an image has it (db_migrator reads the ASIC type there)
 SONIC_VERSION = "build_version: 'swssd-tools-suite'\nasic_type: vs\ncommit_id: '0'\nbuild_date: ''\nbuilt_by: ''\n"
 #: CONFIG_DB rows every scenario starts from: what a single-ASIC switch's minimal config holds
@@ -189,27 +188,10 @@ SCENARIOS = [
                    "INTERFACE|Ethernet4|10.0.0.1/31": {}}),
     Scenario("hostcfgd", ("host-services", "py-common", "utilities"), scenario_hostcfgd),
 ]
-SCENARIOS += CLI_SCENARIOS
+SCENARIOS += CLI_SCENARIOS + DAEMON_SCENARIOS
 
 
 # -- the namespace --------------------------------------------------------------------------------
-
-def write_stubs(scratch: Path, python: str) -> None:
-    stubs = scratch / "stubs"
-    stubs.mkdir()
-    for name in STUBS:
-        path = stubs / name
-        path.write_text(f'#!/bin/sh\necho "{name} $*" >> "$STUB_LOG"\nexit 0\n')
-        path.chmod(0o755)
-    # the programs' own scripts (#!/usr/bin/env python3, sonic-cfggen's python) run on their interpreter
-    for name in ("python3", "python"):
-        python_wrapper(stubs / name, python)
-
-
-def python_wrapper(path: Path, python: str) -> None:
-    path.write_text(f'#!/bin/sh\nexec {python} "$@"\n')
-    path.chmod(0o755)
-
 
 def write_binding_shim(scratch: Path) -> None:
     """A sitecustomize that gives the binding the CFG_* names a SONiC image's build generates."""
@@ -320,6 +302,8 @@ def inside(args: argparse.Namespace) -> int:
                     result.files = {path: text for path, text in written_files(f"{scenario.name}-{mode}").items()
                                     if image.get(path) != text}
                     result.redis = dump_redis()
+                    if scenario.normalize:
+                        result.redis = scenario.normalize(result.redis)
                     result.reactions = env.stub_log.read_text().splitlines() if env.stub_log.exists() else []
                     results[mode] = result
             differed += report(scenario.name, results, args.keep)

@@ -1,0 +1,58 @@
+"""The commands sonic_tools_suite.py's programs run (systemctl, iptables, docker, vtysh, ...):
+stubs on PATH that log their arguments to $STUB_LOG and answer what the programs ask, so what a
+program ran is its reaction, the same on both sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: commands replaced by stubs that log their arguments and succeed silently unless ANSWERS says more
+STUBS = ("systemctl", "service", "sudo", "hostname", "iptables", "ip6tables", "ip", "sysctl", "modprobe",
+         "logger", "timedatectl", "chronyc", "ntpq", "docker", "pkill", "killall", "usermod", "useradd",
+         "iptables-restore", "ip6tables-restore", "iptables-save", "ip6tables-save", "vtysh")
+#: shell that runs after the log line, with the stubs' directory in $STUBS
+ANSWERS = {
+    # like sudo: run the command (a stub when there is one)
+    "sudo": 'if [ -x "$STUBS/$1" ]; then exec "$STUBS/$@"; fi\n',
+    # procdockerstatsd's `docker stats --no-stream -a`: two containers, columns 3+ spaces apart
+    "docker": (
+        'if [ "$1" = stats ]; then\n'
+        "  echo 'CONTAINER ID   NAME       CPU %     MEM USAGE / LIMIT     MEM %     NET I/O         "
+        "BLOCK I/O         PIDS'\n"
+        "  echo '0e2d5f5a6b7c   database   1.25%     52.3MiB / 7.7GiB      0.66%     0B / 0B         "
+        "4.1kB / 8.19kB    9'\n"
+        "  echo '5c6d7e8f9a0b   swss       0.50%     31.5MB / 7.7GiB       0.40%     12KB / 1.5MB    "
+        "0B / 0B           31'\n"
+        'fi\n'),
+    # unit file states kept beside the log (every unit starts disabled), for featured's
+    # `show UNIT --property UnitFileState` and `is-active UNIT`
+    "systemctl": (
+        'units="$STUB_LOG.units"; mkdir -p "$units"\n'
+        'case "$1" in\n'
+        '  enable) echo enabled > "$units/$2" ;;\n'
+        '  disable|unmask) echo disabled > "$units/$2" ;;\n'
+        '  mask) echo masked > "$units/$2" ;;\n'
+        '  show) echo "UnitFileState=$(cat "$units/$2" 2>/dev/null || echo disabled)" ;;\n'
+        '  is-active) [ "$(cat "$units/$2" 2>/dev/null)" = enabled ] && echo active || echo inactive ;;\n'
+        'esac\n'),
+}
+
+
+def write_stubs(scratch: Path, python: str) -> Path:
+    """The stubs in scratch/stubs, with `python3` and `python` running the programs' interpreter
+    (for their own scripts: #!/usr/bin/env python3, sonic-cfggen's python)."""
+    stubs = scratch / "stubs"
+    stubs.mkdir()
+    for name in STUBS:
+        path = stubs / name
+        path.write_text(f'#!/bin/sh\necho "{name} $*" >> "$STUB_LOG"\nSTUBS="{stubs}"\n'
+                        f'{ANSWERS.get(name, "")}exit 0\n')
+        path.chmod(0o755)
+    for name in ("python3", "python"):
+        python_wrapper(stubs / name, python)
+    return stubs
+
+
+def python_wrapper(path: Path, python: str) -> None:
+    path.write_text(f'#!/bin/sh\nexec {python} "$@"\n')
+    path.chmod(0o755)
