@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sonic_tools_steps import Env, Result, Scenario, run_step
+from sonic_tools_steps import Env, Result, Scenario, redis_cli, run_step
 
 #: `config ...` then `show ...` commands, in order: each `show` reads what the `config`s before it wrote
 CLI_STEPS = [
@@ -90,7 +90,41 @@ def scenario_config_show(env: Env, result: Result) -> None:
         run_step(env, result, ["-c", code, *args], paths, bins=bins, label=[command, *args])
 
 
+def _asic_route(prefix: str) -> str:
+    return (f'ASIC_STATE:SAI_OBJECT_TYPE_ROUTE_ENTRY:{{"dest":"{prefix}","switch_id":"oid:0x21000000000000",'
+            f'"vr":"oid:0x3000000000022"}}')
+
+
+#: APPL_DB routes and interfaces, ASIC_DB route entries: in sync but for one route ASIC_DB lacks
+#: (10.30/24) and one it has that APPL_DB does not (10.40/24)
+ROUTE_SEED_DBS = {
+    0: {"ROUTE_TABLE:10.10.0.0/24": {"nexthop": "10.0.0.1", "ifname": "Ethernet0", "protocol": "bgp"},
+        "ROUTE_TABLE:10.30.0.0/24": {"nexthop": "10.0.0.1", "ifname": "Ethernet0", "protocol": "bgp"},
+        "ROUTE_TABLE:fc00:1::/64": {"nexthop": "fc00::1", "ifname": "Ethernet0"},
+        "INTF_TABLE:Ethernet0": {"NULL": "NULL"},
+        "INTF_TABLE:Ethernet0:10.0.0.0/31": {"scope": "global", "family": "IPv4"}},
+    1: {_asic_route(prefix): {"SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID": "oid:0x40000000000a1"}
+        for prefix in ("10.10.0.0/24", "fc00:1::/64", "10.0.0.0/32", "10.40.0.0/24")},
+}
+
+
+def scenario_route_check(env: Env, result: Result) -> None:
+    """route_check out of sync (it waits a second for ASIC_DB updates on its SubscriberStateTable,
+    then reports), then after the missing route's ASIC entry appears and the extra one goes."""
+    paths = [env.trees["utilities"], env.trees["py-common"], env.placeholders()]
+    script = str(env.trees["utilities"] / "scripts" / "route_check.py")
+    run_step(env, result, [script, "-m", "DEBUG"], paths)
+    redis_cli("-n", "1", "HSET", _asic_route("10.30.0.0/24"), "SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID", "oid:0x40000000000a1")
+    redis_cli("-n", "1", "DEL", _asic_route("10.40.0.0/24"))
+    run_step(env, result, [script, "-m", "DEBUG"], paths)
+    redis_cli("-n", "4", "HSET", "FEATURE|bgp", "state", "disabled")
+    run_step(env, result, [script], paths)
+
+
 SCENARIOS = [
     Scenario("config_show", ("utilities", "py-common", "config-engine", "yang-mgmt", "platform-common"),
              scenario_config_show, seed=CLI_SEED, seed_dbs=CLI_SEED_DBS),
+    Scenario("route_check", ("utilities", "py-common"), scenario_route_check,
+             seed={"FEATURE|bgp": {"state": "enabled"}}, seed_dbs=ROUTE_SEED_DBS,
+             ordered_reactions=False),  # it asks FRR for IPv4 and IPv6 routes from two threads
 ]

@@ -89,6 +89,8 @@ class Scenario:
     seed_dbs: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)
     #: the Redis state ("db/key" -> value) made comparable where two runs differ by nature
     normalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    #: False when the program runs its commands from several threads: compared as a multiset
+    ordered_reactions: bool = True
 
 
 def redis_cli(*args: str) -> str:

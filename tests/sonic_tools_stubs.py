@@ -24,6 +24,15 @@ ANSWERS = {
         "  echo '5c6d7e8f9a0b   swss       0.50%     31.5MB / 7.7GiB       0.40%     12KB / 1.5MB    "
         "0B / 0B           31'\n"
         'fi\n'),
+    # FRR's routes for route_check: one BGP route, offloaded (a route not offloaded makes it
+    # wait 3 x 15 s for FRR)
+    "vtysh": (
+        'case "$*" in\n'
+        '  *"show ip route json"*) echo \'{"10.10.0.0/24": [{"protocol": "bgp", "vrfName": "default", '
+        '"selected": true, "offloaded": true}], "10.0.0.0/31": [{"protocol": "connected", "vrfName": "default", '
+        '"selected": true}]}\' ;;\n'
+        '  *"show ipv6 route json"*) echo \'{}\' ;;\n'
+        'esac\n'),
     # unit file states kept beside the log (every unit starts disabled), for featured's
     # `show UNIT --property UnitFileState` and `is-active UNIT`
     "systemctl": (

@@ -305,6 +305,8 @@ def inside(args: argparse.Namespace) -> int:
                     if scenario.normalize:
                         result.redis = scenario.normalize(result.redis)
                     result.reactions = env.stub_log.read_text().splitlines() if env.stub_log.exists() else []
+                    if not scenario.ordered_reactions:
+                        result.reactions.sort()
                     results[mode] = result
             differed += report(scenario.name, results, args.keep)
     finally:
