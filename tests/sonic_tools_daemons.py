@@ -4,6 +4,8 @@ changes; what they run (stubs' log), write to Redis and to files is their reacti
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +107,49 @@ PROCDOCKERSTATSD_SEED_DBS = {6: {"DOCKER_STATS|0123456789ab": {"NAME": "gone"},
                                  "PROCESS_STATS|999999": {"CMD": "gone"}}}
 
 
+#: a leaf router's BGP: a peer on Ethernet0, the loopback bgpcfgd takes the router id from
+BGPCFGD_SEED = {
+    "LOOPBACK_INTERFACE|Loopback0": {},
+    "LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32": {},
+    "INTERFACE|Ethernet0": {},
+    "INTERFACE|Ethernet0|10.0.0.0/31": {},
+    "INTERFACE|Ethernet4": {},
+    "INTERFACE|Ethernet4|10.0.0.2/31": {},
+    "BGP_NEIGHBOR|10.0.0.1": {"asn": "65200", "name": "ARISTA01T2", "local_addr": "10.0.0.0", "nhopself": "0",
+                              "admin_status": "up", "holdtime": "180", "keepalive": "60"},
+}
+#: a second peer, the first shut down, the second removed, a static route, a BGP monitor
+BGPCFGD_CHANGES = [
+    ("-n", "4", "HSET", "BGP_NEIGHBOR|10.0.0.3", "asn", "65201", "name", "ARISTA02T2", "local_addr", "10.0.0.2",
+     "nhopself", "0", "admin_status", "up", "holdtime", "180", "keepalive", "60"),
+    ("-n", "4", "HSET", "BGP_NEIGHBOR|10.0.0.1", "admin_status", "down"),
+    ("-n", "4", "DEL", "BGP_NEIGHBOR|10.0.0.3"),
+    ("-n", "4", "HSET", "STATIC_ROUTE|default|10.50.0.0/24", "nexthop", "10.0.0.1", "ifname", "Ethernet0"),
+    ("-n", "4", "HSET", "BGP_MONITORS|10.20.0.1", "admin_status", "up", "asn", "65100", "holdtime", "180",
+     "keepalive", "60", "local_addr", "10.1.0.1", "name", "BGPMonitor", "nhopself", "0", "rrclient", "0"),
+]
+
+
+def scenario_bgpcfgd(env: Env, result: Result) -> None:
+    """bgpcfgd with FRR's templates and constants as the image installs them (from the
+    sonic-buildimage checkout the bgpcfgd tree is in): vtysh is the stub, so what bgpcfgd pushes
+    to FRR (`vtysh -f`) is in its reactions."""
+    buildimage = env.trees["bgpcfgd"].parents[1]
+    shutil.copytree(buildimage / "dockers" / "docker-fpm-frr" / "frr", "/usr/share/sonic/templates",
+                    dirs_exist_ok=True)
+    render = "import sys, jinja2; sys.stdout.write(jinja2.Template(open(sys.argv[1]).read()).render())"
+    constants = subprocess.run([env.python, "-c", render, str(buildimage / "files" / "build_templates" /
+                                                             "constants.yml.j2")],
+                               capture_output=True, text=True, check=True).stdout
+    Path("/etc/sonic/constants.yml").write_text(constants)
+    paths = [env.trees["bgpcfgd"], env.trees["py-common"], env.placeholders()]
+    run_daemon(env, result, ["-m", "bgpcfgd"], paths, BGPCFGD_CHANGES, start=6.0, between=2.0)
+
+
 SCENARIOS = [
     Scenario("featured", ("host-services", "py-common", "utilities"), scenario_featured, seed=FEATURED_SEED),
     Scenario("caclmgrd", ("host-services", "py-common", "utilities"), scenario_caclmgrd, seed=CACLMGRD_SEED),
     Scenario("procdockerstatsd", ("host-services", "py-common", "utilities"), scenario_procdockerstatsd,
              seed_dbs=PROCDOCKERSTATSD_SEED_DBS, normalize=procdockerstatsd_state),
+    Scenario("bgpcfgd", ("bgpcfgd", "py-common"), scenario_bgpcfgd, seed=BGPCFGD_SEED),
 ]

@@ -26,12 +26,16 @@ ANSWERS = {
         'fi\n'),
     # FRR's routes for route_check: one BGP route, offloaded (a route not offloaded makes it
     # wait 3 x 15 s for FRR)
+    # bgpcfgd's: its daemons there, the default VRF without peers, an empty running config
     "vtysh": (
         'case "$*" in\n'
         '  *"show ip route json"*) echo \'{"10.10.0.0/24": [{"protocol": "bgp", "vrfName": "default", '
         '"selected": true, "offloaded": true}], "10.0.0.0/31": [{"protocol": "connected", "vrfName": "default", '
         '"selected": true}]}\' ;;\n'
-        '  *"show ipv6 route json"*) echo \'{}\' ;;\n'
+        '  *"show daemons"*) echo " zebra bgpd staticd mgmtd" ;;\n'
+        '  *"show bgp vrfs json"*) echo \'{"vrfs": {"default": {}}}\' ;;\n'
+        '  *" json"*) echo \'{}\' ;;\n'
+        '  *"show running-config"*) echo "!" ;;\n'
         'esac\n'),
     # unit file states kept beside the log (every unit starts disabled), for featured's
     # `show UNIT --property UnitFileState` and `is-active UNIT`
@@ -47,6 +51,14 @@ ANSWERS = {
 }
 
 
+#: the log line, where the arguments alone do not say what was done: `vtysh -f FILE` (bgpcfgd
+#: pushing configuration through a temporary file) logs the file's text
+LOG_LINES = {
+    "vtysh": ('if [ "$1" = -f ]; then echo "vtysh -f <file>:"; sed "s/^/  /" "$2"; '
+              'else echo "vtysh $*"; fi >> "$STUB_LOG"\n'),
+}
+
+
 def write_stubs(scratch: Path, python: str) -> Path:
     """The stubs in scratch/stubs, with `python3` and `python` running the programs' interpreter
     (for their own scripts: #!/usr/bin/env python3, sonic-cfggen's python)."""
@@ -54,8 +66,8 @@ def write_stubs(scratch: Path, python: str) -> Path:
     stubs.mkdir()
     for name in STUBS:
         path = stubs / name
-        path.write_text(f'#!/bin/sh\necho "{name} $*" >> "$STUB_LOG"\nSTUBS="{stubs}"\n'
-                        f'{ANSWERS.get(name, "")}exit 0\n')
+        log = LOG_LINES.get(name, f'echo "{name} $*" >> "$STUB_LOG"\n')
+        path.write_text(f'#!/bin/sh\n{log}STUBS="{stubs}"\n{ANSWERS.get(name, "")}exit 0\n')
         path.chmod(0o755)
     for name in ("python3", "python"):
         python_wrapper(stubs / name, python)

@@ -91,7 +91,8 @@ def reset_redis(scenario: Scenario) -> None:
     redis_cli("-n", "4", "SET", "CONFIG_DB_INITIALIZED", "1")
     for db, rows in {4: {**BASE_CONFIG, **scenario.seed}, **scenario.seed_dbs}.items():
         for key, fields in rows.items():
-            redis_cli("-n", str(db), "HSET", key, *(x for fv in fields.items() for x in fv))
+            # an empty row is stored as ConfigDBConnector stores one: NULL: NULL
+            redis_cli("-n", str(db), "HSET", key, *(x for fv in (fields or {"NULL": "NULL"}).items() for x in fv))
 
 
 def dump_redis() -> dict[str, Any]:
