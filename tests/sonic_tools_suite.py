@@ -1,20 +1,27 @@
 """Run unmodified SONiC Python programs once on the real swsscommon binding and once on swssd's
-compatible layer, and compare what they did: exit status, output, the Redis state they leave, and
-the commands a daemon ran in reaction to a CONFIG_DB change.
+compatible layer, and compare what they did: exit status, output, the Redis state they leave, the
+commands they ran (a daemon's reactions to CONFIG_DB changes) and the files they wrote.
 
     python tests/sonic_tools_suite.py --binding ENV_SH [--utilities DIR] [--host-services DIR]
-        [--py-common DIR] [--config-engine DIR] [--python PY] [--only NAME] [--keep DIR]
+        [--py-common DIR] [--config-engine DIR] [--yang-mgmt DIR] [--platform-common DIR]
+        [--bgpcfgd DIR] [--python PY] [--only NAME] [--keep DIR]
 
-The trees are checkouts of sonic-net/sonic-utilities, sonic-net/sonic-host-services and
-sonic-buildimage's src/sonic-py-common and src/sonic-config-engine (also from $SONIC_UTILITIES_TREE,
-$SONIC_HOST_SERVICES_TREE, $SONIC_PY_COMMON_TREE, $SONIC_CONFIG_ENGINE_TREE); nothing is fetched. A
-scenario runs when the trees it needs are given. `--python` is an interpreter with the programs'
-own dependencies (click, natsort, tabulate, netaddr, psutil, jinja2, lxml, python-ldap...).
+The trees are checkouts of sonic-net/sonic-utilities, sonic-net/sonic-host-services,
+sonic-net/sonic-platform-common and sonic-buildimage's src/sonic-py-common, src/sonic-config-engine,
+src/sonic-yang-mgmt and src/sonic-bgpcfgd (the last inside a whole sonic-buildimage checkout: FRR's
+templates and constants.yml come from it); also from the $SONIC_*_TREE variables of TREES; nothing
+is fetched. A scenario runs when the trees it needs are given. `--python` is an interpreter with the
+programs' own dependencies (click, natsort, tabulate, netaddr, psutil, jinja2, lxml, ijson,
+pyyaml...); modules that need absent C libraries (python-ldap, M2Crypto, libyang) are placeholders
+where the paths run do not use them.
 
 Each run happens in a private network and mount namespace (unshare, as root): its own loopback, a
 tmpfs on /var/run/redis holding SONiC's default database_config.json and a redis-server on
-127.0.0.1:6379 and /var/run/redis/redis.sock, so nothing of the machine's is touched. Commands a
-program runs (systemctl, service, ...) are stubs on PATH that log their arguments.
+127.0.0.1:6379 and /var/run/redis/redis.sock, and overlays on /etc, /usr/share and /usr/local/bin
+laid afresh for each side's run, so nothing of the machine's is touched. Commands a program runs
+(systemctl, docker, vtysh, iptables, ...) are stubs on PATH that log their arguments and answer what
+the programs ask (sonic_tools_stubs.py); the scenarios are in sonic_tools_cli.py and
+sonic_tools_daemons.py besides the first four here.
 
 The binding built here has no YANG models, so its cfg_schema.h is empty; a SONiC image's binding
 has a CFG_<TABLE>_TABLE_NAME for every YANG table. For the binding runs those names are added to
