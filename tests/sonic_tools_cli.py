@@ -3,6 +3,7 @@ operator types them, one process per command, on a switch with a few ports, and 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -45,7 +46,26 @@ CLI_STEPS = [
     ["config", "portchannel", "member", "del", "PortChannel01", "Ethernet12"],
     ["show", "vlan", "brief"],
     ["show", "runningconfiguration", "all"],
+    ["show", "interfaces", "counters"],
+    ["show", "interfaces", "counters", "-a"],
+    ["show", "ip", "interfaces"],
+    ["config", "save", "-y"],
+    ["config", "load", "-y", "/etc/sonic/extra_config.json"],
+    ["show", "vlan", "brief"],
+    ["show", "acl", "table"],
 ]
+#: what `config load` merges in through sonic-cfggen --write-to-db (ConfigDBConnector.mod_config):
+#: a new VLAN, a changed port, an empty row, a list field, a row deleted by null
+EXTRA_CONFIG = {
+    "VLAN": {"Vlan300": {"vlanid": "300"}},
+    "PORT": {"Ethernet8": {"mtu": "4000", "description": "loaded"}},
+    "SYSLOG_SERVER": {"10.0.0.9": {}},
+    "ACL_TABLE": {"DATAACL": {"type": "L3", "stage": "ingress", "policy_desc": "DATAACL",
+                              "ports": ["Ethernet0", "Ethernet4"]}},
+    "FEATURE": {"lldp": None},
+}
+#: console scripts `show` runs as commands: name -> (module, function)
+CONSOLE_SCRIPTS = {"acl-loader": ("acl_loader.main", "cli")}
 #: how each command's click group is started, as its console script does
 ENTRY = {"config": "from config.main import config as main", "show": "from show.main import cli as main"}
 
@@ -54,6 +74,13 @@ def _port(index: int) -> dict[str, str]:
     lanes = ",".join(str(29 - 4 * index + i) for i in range(4))
     return {"lanes": lanes, "alias": f"fortyGigE0/{4 * index}", "speed": "40000", "mtu": "9100",
             "admin_status": "up", "index": str(index)}
+
+
+def _counters(index: int) -> dict[str, str]:
+    names = ("IF_IN_UCAST_PKTS", "IF_IN_NON_UCAST_PKTS", "IF_IN_ERRORS", "IF_IN_DISCARDS",
+             "ETHER_RX_OVERSIZE_PKTS", "IF_OUT_UCAST_PKTS", "IF_OUT_NON_UCAST_PKTS", "IF_OUT_ERRORS",
+             "IF_OUT_DISCARDS", "ETHER_TX_OVERSIZE_PKTS", "IF_IN_OCTETS", "IF_OUT_OCTETS")
+    return {f"SAI_PORT_STAT_{name}": str((index + 1) * 1000003 * (n + 1)) for n, name in enumerate(names)}
 
 
 #: four ports (the base config has the first two) and the features an image's init_cfg.json lists
@@ -69,6 +96,12 @@ CLI_SEED_DBS = {
     0: {f"PORT_TABLE:Ethernet{4 * i}": {**_port(i), "oper_status": "up" if i % 2 == 0 else "down",
                                         "description": ""} for i in range(4)},
     6: {f"PORT_TABLE|Ethernet{4 * i}": {"state": "ok", "netdev_oper_status": "up"} for i in range(4)},
+    # what flex counters and the rates plugin put in COUNTERS_DB (portstat reads them)
+    2: {"COUNTERS_PORT_NAME_MAP": {f"Ethernet{4 * i}": f"oid:0x100000000000{i + 2}" for i in range(4)},
+        **{f"COUNTERS:oid:0x100000000000{i + 2}": _counters(i) for i in range(4)},
+        **{f"RATES:oid:0x100000000000{i + 2}": {"RX_BPS": f"{1000.5 * i}", "RX_PPS": f"{10 * i}",
+                                                  "TX_BPS": f"{2000.25 * i}", "TX_PPS": f"{20 * i}"}
+           for i in range(4)}},
 }
 
 
@@ -83,6 +116,12 @@ def scenario_config_show(env: Env, result: Result) -> None:
     `ip neigh flush dev Ethernet4` runs for real: on tap links in the suite's network namespace."""
     for link in ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12", "Vlan100"):
         subprocess.run(["ip", "tuntap", "add", link, "mode", "tap"], capture_output=True)  # already there: fine
+    Path("/etc/sonic/extra_config.json").write_text(json.dumps(EXTRA_CONFIG))  # in the run's overlay
+    for name, (module, function) in CONSOLE_SCRIPTS.items():  # as pip installs sonic-utilities' entry points
+        script = env.scratch / "stubs" / name
+        script.write_text(f"#!/usr/bin/env python3\nimport sys\nfrom {module} import {function}\n"
+                          f"sys.argv[0] = {name!r}\nsys.exit({function}())\n")
+        script.chmod(0o755)
     paths = cli_paths(env)
     bins = [env.trees["utilities"] / "scripts"]  # show runs intfutil, portconfig... as commands
     for command, *args in CLI_STEPS:

@@ -12,7 +12,7 @@ src/sonic-yang-mgmt and src/sonic-bgpcfgd (the last inside a whole sonic-buildim
 templates and constants.yml come from it); also from the $SONIC_*_TREE variables of TREES; nothing
 is fetched. A scenario runs when the trees it needs are given. `--python` is an interpreter with the
 programs' own dependencies (click, natsort, tabulate, netaddr, psutil, jinja2, lxml, ijson,
-pyyaml...); modules that need absent C libraries (python-ldap, M2Crypto, libyang) are placeholders
+pyyaml, bitarray...); modules that need absent C libraries (python-ldap, M2Crypto, libyang) are placeholders
 where the paths run do not use them.
 
 Each run happens in a private network and mount namespace (unshare, as root): its own loopback, a
