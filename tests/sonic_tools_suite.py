@@ -171,6 +171,18 @@ HOSTCFGD_CHANGES = [
     ("HSET", "FEATURE|snmp", "state", "disabled"),
     ("HSET", "DEVICE_METADATA|localhost", "hostname", "sw2"),
     ("HSET", "KDUMP|config", "enabled", "true"),
+    ("HSET", "AAA|authentication", "login", "tacacs+,local"),
+    ("HSET", "TACPLUS_SERVER|10.0.0.8", "priority", "1", "tcp_port", "49"),
+    ("HSET", "RADIUS|global", "auth_type", "pap", "timeout", "5"),
+    ("HSET", "LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32", "NULL", "NULL"),
+    ("HSET", "MGMT_INTERFACE|eth0|10.250.0.5/24", "gwaddr", "10.250.0.1"),
+    ("HSET", "DNS_NAMESERVER|10.0.0.53", "NULL", "NULL"),
+    ("HSET", "NTP_SERVER|10.0.0.123", "association_type", "server", "iburst", "on"),
+    ("HSET", "BANNER_MESSAGE|global", "state", "enabled", "motd", "hello"),
+    ("HSET", "SSH_SERVER|POLICIES", "max_sessions", "5", "ports", "22,2222"),
+    ("HDEL", "SYSLOG_SERVER|10.0.0.5", "port"),
+    ("DEL", "TACPLUS_SERVER|10.0.0.8"),
+    ("DEL", "NTP_SERVER|10.0.0.123"),
 ]
 
 def scenario_hostcfgd(env: Env, result: Result) -> None:
@@ -244,6 +256,8 @@ def lay_image(run: str, python: str, trees: dict[str, Path]) -> dict[str, str]:
     os.makedirs("/etc/sonic", exist_ok=True)
     Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
     Path("/etc/sonic/init_cfg.json").write_text("{}")
+    os.makedirs("/etc/ssh", exist_ok=True)  # hostcfgd edits sshd's configuration for SSH_SERVER
+    Path("/etc/ssh/sshd_config").write_text("Port 22\nMaxAuthTries 6\nLoginGraceTime 120\nClientAliveInterval 900\n")
     metadata = BASE_CONFIG["DEVICE_METADATA|localhost"]  # the device directory an image installs, empty
     os.makedirs(f"/usr/share/sonic/device/{metadata['platform']}/{metadata['hwsku']}")
     # config's auto_techsupport_helper puts /usr/local/bin and /usr/sbin first on PATH: the
