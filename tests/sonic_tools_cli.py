@@ -53,6 +53,16 @@ CLI_STEPS = [
     ["config", "load", "-y", "/etc/sonic/extra_config.json"],
     ["show", "vlan", "brief"],
     ["show", "acl", "table"],
+    ["crm", "config", "polling", "interval", "30"],
+    ["crm", "config", "thresholds", "ipv4", "route", "type", "used"],
+    ["crm", "show", "summary"],
+    ["crm", "show", "thresholds", "ipv4", "route"],
+    ["crm", "show", "resources", "ipv4", "route"],
+    ["pfcwd", "start", "--action", "drop", "all", "400", "--restoration-time", "400"],
+    ["pfcwd", "show", "config"],
+    ["pfcwd", "stop"],
+    ["dump", "state", "port", "Ethernet0"],
+    ["dump", "state", "vlan", "Vlan200", "--db", "CONFIG_DB"],
 ]
 #: what `config load` merges in through sonic-cfggen --write-to-db (ConfigDBConnector.mod_config):
 #: a new VLAN, a changed port, an empty row, a list field, a row deleted by null
@@ -67,7 +77,9 @@ EXTRA_CONFIG = {
 #: console scripts `show` runs as commands: name -> (module, function)
 CONSOLE_SCRIPTS = {"acl-loader": ("acl_loader.main", "cli")}
 #: how each command's click group is started, as its console script does
-ENTRY = {"config": "from config.main import config as main", "show": "from show.main import cli as main"}
+ENTRY = {"config": "from config.main import config as main", "show": "from show.main import cli as main",
+         "crm": "from crm.main import cli as main", "pfcwd": "from pfcwd.main import cli as main",
+         "dump": "from dump.main import dump as main"}
 
 
 def _port(index: int) -> dict[str, str]:
@@ -83,9 +95,10 @@ def _counters(index: int) -> dict[str, str]:
     return {f"SAI_PORT_STAT_{name}": str((index + 1) * 1000003 * (n + 1)) for n, name in enumerate(names)}
 
 
-#: four ports (the base config has the first two) and the features an image's init_cfg.json lists
+#: four ports (the base config has the first two), PFC on two, the features an image's init_cfg.json lists
 CLI_SEED = {
     "PORT|Ethernet8": _port(2), "PORT|Ethernet12": _port(3),
+    "PORT_QOS_MAP|Ethernet0": {"pfc_enable": "3,4"}, "PORT_QOS_MAP|Ethernet4": {"pfc_enable": "3,4"},
     "FEATURE|snmp": {"state": "enabled", "auto_restart": "enabled", "delayed": "False", "has_global_scope": "True",
                      "has_per_asic_scope": "False", "high_mem_alert": "disabled", "set_owner": "local"},
     "FEATURE|lldp": {"state": "enabled", "auto_restart": "enabled", "delayed": "False", "has_global_scope": "True",
