@@ -191,8 +191,31 @@ def featured(sc, out):
                 sc.SubscriberStateTable.DEFAULT_POP_BATCH_SIZE))
 
 
-SCENARIOS = {"featured": featured, "bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events,
-             "names": names}
+def arguments(sc, out):
+    # config reload's client.set(INIT_INDICATOR, 1); what SWIG's std::string typemap refuses
+    db = sc.DBConnector("STATE_DB", 0)
+    config = sc.ConfigDBConnector()
+    config.connect(wait_for_init=False)
+    client = config.get_redis_client(config.CONFIG_DB)
+    out.append(("init", client.set(config.INIT_INDICATOR, 1), client.get(config.INIT_INDICATOR)))
+    for value in (True, False, 7, "x"):
+        out.append(("set", value, db.set("ARG", value), db.get("ARG")))
+    table = sc.Table(db, "ARG_T")
+    for call in (lambda: db.set("ARG", 1.5), lambda: db.set("ARG", None), lambda: db.set(None, "x"),
+                 lambda: db.set(3, "x"), lambda: db.hset("ARG_H", "f", 1), lambda: db.hset("ARG_H", None, "v"),
+                 lambda: db.hget("ARG_H", b"f"), lambda: db.exists(1), lambda: db.publish("ch", 2),
+                 lambda: db.get(None), lambda: db.hexists("k", 1.5), lambda: table.hset("k", "f", True),
+                 lambda: table.hget("k", None)):
+        try:
+            call()
+            out.append(("ok",))
+        except Exception as exc:
+            out.append(("error", type(exc).__name__, str(exc).splitlines()[0]))
+    db.delete("ARG")
+
+
+SCENARIOS = {"arguments": arguments, "featured": featured, "bgpmon": bgpmon, "transaction": transaction,
+             "portstat": portstat, "events": events, "names": names}
 
 
 def drive(sc, config, name):
@@ -239,7 +262,7 @@ def normal(results: list[Any]) -> list[Any]:
     return [tuple("opaque" if isinstance(x, int) and r[0] == "pushed" else x for x in r) for r in results]
 
 
-@pytest.mark.parametrize("name", ["featured", "bgpmon", "transaction", "portstat", "events", "names"])
+@pytest.mark.parametrize("name", ["arguments", "featured", "bgpmon", "transaction", "portstat", "events", "names"])
 def test_same_results_and_state_as_the_binding(swss_env: dict[str, str], sonic_db_config: Path, name: str) -> None:
     theirs_out = theirs(swss_env, sonic_db_config, name)
     theirs_state = state()
@@ -298,6 +321,24 @@ def test_cfg_schema_reads_the_tables_of_a_yang_module() -> None:
     assert ours_module.CFG_DEVICE_METADATA_TABLE_NAME == "DEVICE_METADATA"
     assert ours_module.CFG_FLEX_COUNTER_TABLE_NAME == "FLEX_COUNTER_TABLE"
     assert ours_module.CFG_PORT_CABLE_LEN_TABLE_NAME == "CABLE_LENGTH"  # schema.h's own name stays
+
+
+def test_arguments_the_binding_refuses_are_refused(sonic_db_config: Path) -> None:
+    out = ours(sonic_db_config, "arguments")
+    assert out[:5] == [("init", True, "1"), ("set", True, True, "1"), ("set", False, True, "0"), ("set", 7, True, "7"),
+                       ("set", "x", True, "x")]
+    overloaded = "Wrong number or type of arguments for overloaded function 'DBConnector_set'."
+    assert out[5:9] == [("error", "TypeError", overloaded),
+                        ("error", "ValueError", "invalid null reference in method 'DBConnector_set', argument 3 of "
+                                                "type 'std::string const &'"),
+                        ("error", "ValueError", "invalid null reference in method 'DBConnector_set', argument 2 of "
+                                                "type 'std::string const &'"),
+                        ("error", "TypeError", overloaded)]
+    assert out[9] == ("error", "TypeError", "in method 'DBConnector_hset', argument 4 of type 'std::string const &'")
+    refused = ["ValueError", "TypeError", "TypeError", "TypeError", "ValueError", "TypeError", "TypeError",
+               "ValueError"]
+    assert [r[:2] for r in out[10:]] == [("error", kind) for kind in refused]
+    assert state() == {}  # nothing refused reached Redis
 
 
 def test_featured_finds_its_subscribers_again_by_fd(sonic_db_config: Path) -> None:
