@@ -75,14 +75,14 @@ CACLMGRD_CHANGES = [
 
 def scenario_caclmgrd(env: Env, result: Result) -> None:
     script = env.trees["host-services"] / "scripts" / "caclmgrd"
-    run_daemon(env, result, [str(script)], host_services_paths(env), CACLMGRD_CHANGES, between=2.0)
+    run_daemon(env, result, [str(script)], host_services_paths(env), CACLMGRD_CHANGES, between=1.0)
 
 
 def scenario_procdockerstatsd(env: Env, result: Result) -> None:
     """One round of procdockerstatsd (it then sleeps two minutes): `docker stats` answered by the
     stub, the machine's processes through psutil, FIPS state from /proc."""
     script = env.trees["host-services"] / "scripts" / "procdockerstatsd"
-    run_daemon(env, result, [str(script)], host_services_paths(env), [], start=6.0)
+    run_daemon(env, result, [str(script)], host_services_paths(env), [], start=4.0)
 
 
 def procdockerstatsd_state(redis: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def scenario_bgpcfgd(env: Env, result: Result) -> None:
                                capture_output=True, text=True, check=True).stdout
     Path("/etc/sonic/constants.yml").write_text(constants)
     paths = [env.trees["bgpcfgd"], env.trees["py-common"], env.placeholders()]
-    run_daemon(env, result, ["-m", "bgpcfgd"], paths, BGPCFGD_CHANGES, start=6.0, between=2.0)
+    run_daemon(env, result, ["-m", "bgpcfgd"], paths, BGPCFGD_CHANGES, start=4.0, between=1.0)
 
 
 SCENARIOS = [

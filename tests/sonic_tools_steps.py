@@ -121,19 +121,20 @@ def python_snippet(env: Env, result: Result, code: str, paths: list[Path]) -> No
 
 
 def run_daemon(env: Env, result: Result, argv: list[str], paths: list[Path], changes: Iterable[tuple[str, ...]],
-               start: float = 4.0, between: float = 1.5, bins: Iterable[Path] = ()) -> None:
+               start: float = 3.0, between: float = 0.5, bins: Iterable[Path] = ()) -> None:
     """A daemon started on the seeded databases, then each change (redis-cli arguments) made with
     `between` seconds to react; stopped by SIGTERM. What it printed and whether it was still
-    running is its step; what it ran is in the stubs' log."""
+    running is its step; what it ran is in the stubs' log. Each wait lasts until the stubs' log
+    has also been still for a while, so a daemon slowed by a loaded machine finishes reacting to
+    one change before the next (on both sides alike)."""
     command, proc_env = env.command(argv, paths, bins)
     daemon = subprocess.Popen(command, cwd=env.scratch, env=proc_env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        time.sleep(start)
+        settle(env.stub_log, start)
         for change in changes:
             redis_cli(*change)
-            time.sleep(between)
-        time.sleep(between)
+            settle(env.stub_log, between)
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         try:
@@ -143,3 +144,19 @@ def run_daemon(env: Env, result: Result, argv: list[str], paths: list[Path], cha
             out, err = daemon.communicate()
     result.steps.append({"argv": [Path(argv[0]).name, *argv[1:]], "running_at_end": daemon.returncode in (-15, 0, 143),
                          "stdout": out, "stderr_tail": err[-1500:]})
+
+
+def settle(log: Path, at_least: float, still: float = 1.0, at_most: float = 20.0) -> None:
+    """Wait `at_least` seconds, then until `log` has not grown for `still` seconds (or `at_most`
+    more seconds have passed)."""
+    time.sleep(at_least)
+    deadline = time.monotonic() + at_most
+    size, since = _size(log), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < still:
+        time.sleep(0.2)
+        if (now := _size(log)) != size:
+            size, since = now, time.monotonic()
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
