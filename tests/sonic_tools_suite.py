@@ -1,20 +1,27 @@
 """Run unmodified SONiC Python programs once on the real swsscommon binding and once on swssd's
-compatible layer, and compare what they did: exit status, output, the Redis state they leave, and
-the commands a daemon ran in reaction to a CONFIG_DB change.
+compatible layer, and compare what they did: exit status, output, the Redis state they leave, the
+commands they ran (a daemon's reactions to CONFIG_DB changes) and the files they wrote.
 
     python tests/sonic_tools_suite.py --binding ENV_SH [--utilities DIR] [--host-services DIR]
-        [--py-common DIR] [--config-engine DIR] [--python PY] [--only NAME] [--keep DIR]
+        [--py-common DIR] [--config-engine DIR] [--yang-mgmt DIR] [--platform-common DIR]
+        [--bgpcfgd DIR] [--python PY] [--only NAME] [--keep DIR]
 
-The trees are checkouts of sonic-net/sonic-utilities, sonic-net/sonic-host-services and
-sonic-buildimage's src/sonic-py-common and src/sonic-config-engine (also from $SONIC_UTILITIES_TREE,
-$SONIC_HOST_SERVICES_TREE, $SONIC_PY_COMMON_TREE, $SONIC_CONFIG_ENGINE_TREE); nothing is fetched. A
-scenario runs when the trees it needs are given. `--python` is an interpreter with the programs'
-own dependencies (click, natsort, tabulate, netaddr, psutil, jinja2, lxml, python-ldap...).
+The trees are checkouts of sonic-net/sonic-utilities, sonic-net/sonic-host-services,
+sonic-net/sonic-platform-common and sonic-buildimage's src/sonic-py-common, src/sonic-config-engine,
+src/sonic-yang-mgmt and src/sonic-bgpcfgd (the last inside a whole sonic-buildimage checkout: FRR's
+templates and constants.yml come from it); also from the $SONIC_*_TREE variables of TREES; nothing
+is fetched. A scenario runs when the trees it needs are given. `--python` is an interpreter with the
+programs' own dependencies (click, natsort, tabulate, netaddr, psutil, jinja2, lxml, ijson,
+pyyaml, bitarray...); modules that need absent C libraries (python-ldap, M2Crypto, libyang) are placeholders
+where the paths run do not use them.
 
 Each run happens in a private network and mount namespace (unshare, as root): its own loopback, a
 tmpfs on /var/run/redis holding SONiC's default database_config.json and a redis-server on
-127.0.0.1:6379 and /var/run/redis/redis.sock, so nothing of the machine's is touched. Commands a
-program runs (systemctl, service, ...) are stubs on PATH that log their arguments.
+127.0.0.1:6379 and /var/run/redis/redis.sock, and overlays on /etc, /usr/share and /usr/local/bin
+laid afresh for each side's run, so nothing of the machine's is touched. Commands a program runs
+(systemctl, docker, vtysh, iptables, ...) are stubs on PATH that log their arguments and answer what
+the programs ask (sonic_tools_stubs.py); the scenarios are in sonic_tools_cli.py and
+sonic_tools_daemons.py besides the first four here.
 
 The binding built here has no YANG models, so its cfg_schema.h is empty; a SONiC image's binding
 has a CFG_<TABLE>_TABLE_NAME for every YANG table. For the binding runs those names are added to
@@ -31,22 +38,35 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from sonic_tools_cli import SCENARIOS as CLI_SCENARIOS
+from sonic_tools_daemons import SCENARIOS as DAEMON_SCENARIOS
+from sonic_tools_steps import (
+    ROOT,
+    SOCKET,
+    SOCKET_DIR,
+    Env,
+    Result,
+    Scenario,
+    python_snippet,
+    redis_cli,
+    run_daemon,
+    run_step,
+)
+from sonic_tools_stubs import python_wrapper, write_stubs
+
 SKIP = 77
-SOCKET_DIR = "/var/run/redis"
-SOCKET = f"{SOCKET_DIR}/redis.sock"
-#: seconds a program's step may take
-STEP_TIMEOUT = 60
+#: the checkouts a scenario may need, by option name, with the variable that also gives them
+TREES = {"utilities": "SONIC_UTILITIES_TREE", "host-services": "SONIC_HOST_SERVICES_TREE",
+         "py-common": "SONIC_PY_COMMON_TREE", "config-engine": "SONIC_CONFIG_ENGINE_TREE",
+         "yang-mgmt": "SONIC_YANG_MGMT_TREE", "platform-common": "SONIC_PLATFORM_COMMON_TREE",
+         "bgpcfgd": "SONIC_BGPCFGD_TREE"}
 #: the databases of a single-ASIC SONiC image's database_config.json
 DATABASES = {
     "APPL_DB": (0, ":"), "ASIC_DB": (1, ":"), "COUNTERS_DB": (2, ":"), "LOGLEVEL_DB": (3, ":"),
@@ -54,9 +74,6 @@ DATABASES = {
     "SNMP_OVERLAY_DB": (7, "|"), "RESTAPI_DB": (8, "|"), "GB_ASIC_DB": (9, ":"), "GB_COUNTERS_DB": (10, ":"),
     "GB_FLEX_COUNTER_DB": (11, ":"), "APPL_STATE_DB": (14, ":"),
 }
-#: commands the daemons run, replaced by stubs that log their arguments and succeed
-STUBS = ("systemctl", "service", "sudo", "hostname", "iptables", "ip6tables", "ip", "sysctl", "modprobe",
-         "logger", "timedatectl", "chronyc", "ntpq", "docker", "pkill", "killall", "usermod", "useradd")
 #: /etc/sonic/sonic_version.yml as an image has it (db_migrator reads the ASIC type there)
 SONIC_VERSION = "build_version: 'swssd-tools-suite'\nasic_type: vs\ncommit_id: '0'\nbuild_date: ''\nbuilt_by: ''\n"
 #: CONFIG_DB rows every scenario starts from: what a single-ASIC switch's minimal config holds
@@ -72,60 +89,17 @@ BASE_CONFIG = {
 }
 
 
-@dataclass
-class Env:
-    """Where a run's programs come from and how they are started."""
-
-    python: str
-    trees: dict[str, Path]
-    mode: str                    # "binding" or "layer"
-    binding_env: str
-    scratch: Path
-    stub_log: Path
-
-    def command(self, argv: list[str], paths: list[Path]) -> tuple[list[str], dict[str, str]]:
-        """`python argv...` with `swsscommon` the binding's or the layer's and `paths` importable."""
-        extra = os.pathsep.join(str(p) for p in paths)
-        env = dict(os.environ, PATH=f"{self.scratch / 'stubs'}{os.pathsep}{os.environ['PATH']}",
-                   STUB_LOG=str(self.stub_log), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-        if self.mode == "layer":
-            env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "compat"), str(ROOT), extra])
-            return [self.python, *argv], env
-        env["PYTHONPATH"] = os.pathsep.join([str(self.scratch / "binding_shim"), extra])
-        script = 'source "$0" && exec "$1" "${@:2}"'  # the env file puts the binding first on PYTHONPATH
-        return ["bash", "-c", script, self.binding_env, self.python, *argv], env
-
-
-@dataclass
-class Result:
-    """What one scenario did on one side."""
-
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    redis: dict[str, Any] = field(default_factory=dict)
-    reactions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Scenario:
-    name: str
-    needs: tuple[str, ...]
-    run: Callable[[Env, Result], None]
-    seed: dict[str, dict[str, str]] = field(default_factory=dict)
-
-
 # -- Redis ----------------------------------------------------------------------------------------
 
-def redis_cli(*args: str) -> str:
-    return subprocess.run(["redis-cli", "-s", SOCKET, *args], capture_output=True, text=True, check=True).stdout
-
-
-def reset_redis(seed: dict[str, dict[str, str]]) -> None:
+def reset_redis(scenario: Scenario) -> None:
     """FLUSHALL, then the base config and the scenario's rows in CONFIG_DB, marked initialized as
-    a switch's is once its config is loaded."""
+    a switch's is once its config is loaded, and its rows in the other databases."""
     redis_cli("FLUSHALL")
     redis_cli("-n", "4", "SET", "CONFIG_DB_INITIALIZED", "1")
-    for key, fields in {**BASE_CONFIG, **seed}.items():
-        redis_cli("-n", "4", "HSET", key, *(x for fv in fields.items() for x in fv))
+    for db, rows in {4: {**BASE_CONFIG, **scenario.seed}, **scenario.seed_dbs}.items():
+        for key, fields in rows.items():
+            # an empty row is stored as ConfigDBConnector stores one: NULL: NULL
+            redis_cli("-n", str(db), "HSET", key, *(x for fv in (fields or {"NULL": "NULL"}).items() for x in fv))
 
 
 def dump_redis() -> dict[str, Any]:
@@ -135,39 +109,25 @@ def dump_redis() -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for db in range(16):
-        client = redis_py.Redis(unix_socket_path=SOCKET, db=db, decode_responses=True)
+        client: Any = redis_py.Redis(unix_socket_path=SOCKET, db=db, decode_responses=True)
         for key in sorted(client.keys("*")):
-            kind = client.type(key)
-            value: Any = {"hash": lambda k: dict(sorted(client.hgetall(k).items())),
-                          "set": lambda k: sorted(client.smembers(k)),
-                          "list": lambda k: client.lrange(k, 0, -1),
-                          "string": client.get,
-                          "zset": lambda k: client.zrange(k, 0, -1, withscores=True)}[kind](key)
-            out[f"{db}/{key}"] = value
+            out[f"{db}/{key}"] = _read(client, key)
         client.close()
     return out
 
 
-# -- steps ----------------------------------------------------------------------------------------
-
-def run_step(env: Env, result: Result, argv: list[str], paths: list[Path], cwd: Path | None = None) -> None:
-    command, proc_env = env.command(argv, paths)
-    try:
-        done = subprocess.run(command, cwd=cwd or env.scratch, env=proc_env, capture_output=True, text=True,
-                              timeout=STEP_TIMEOUT)
-        rc, out, err = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, out, err = "timed out", _text(exc.stdout), _text(exc.stderr)
-    result.steps.append({"argv": argv[1:] if argv[0] == "-c" else argv, "rc": rc, "stdout": out,
-                         "stderr_tail": err[-800:]})
-
-
-def _text(data: bytes | str | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
-
-
-def python_snippet(env: Env, result: Result, code: str, paths: list[Path]) -> None:
-    run_step(env, result, ["-c", code], paths)
+def _read(client: Any, key: str) -> Any:
+    """A key's value in a form that compares: hashes and sets sorted."""
+    kind = client.type(key)
+    if kind == "hash":
+        return dict(sorted(client.hgetall(key).items()))
+    if kind == "set":
+        return sorted(client.smembers(key))
+    if kind == "list":
+        return client.lrange(key, 0, -1)
+    if kind == "zset":
+        return client.zrange(key, 0, -1, withscores=True)
+    return client.get(key)
 
 
 # -- scenarios ------------------------------------------------------------------------------------
@@ -211,45 +171,31 @@ HOSTCFGD_CHANGES = [
     ("HSET", "FEATURE|snmp", "state", "disabled"),
     ("HSET", "DEVICE_METADATA|localhost", "hostname", "sw2"),
     ("HSET", "KDUMP|config", "enabled", "true"),
+    ("HSET", "AAA|authentication", "login", "tacacs+,local"),
+    ("HSET", "TACPLUS_SERVER|10.0.0.8", "priority", "1", "tcp_port", "49"),
+    ("HSET", "RADIUS|global", "auth_type", "pap", "timeout", "5"),
+    ("HSET", "LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32", "NULL", "NULL"),
+    ("HSET", "MGMT_INTERFACE|eth0|10.250.0.5/24", "gwaddr", "10.250.0.1"),
+    ("HSET", "DNS_NAMESERVER|10.0.0.53", "NULL", "NULL"),
+    ("HSET", "NTP_SERVER|10.0.0.123", "association_type", "server", "iburst", "on"),
+    ("HSET", "BANNER_MESSAGE|global", "state", "enabled", "motd", "hello"),
+    ("HSET", "SSH_SERVER|POLICIES", "max_sessions", "5", "ports", "22,2222"),
+    ("HDEL", "SYSLOG_SERVER|10.0.0.5", "port"),
+    ("DEL", "TACPLUS_SERVER|10.0.0.8"),
+    ("DEL", "NTP_SERVER|10.0.0.123"),
 ]
-
 
 def scenario_hostcfgd(env: Env, result: Result) -> None:
     """hostcfgd's listen loop: started on the base config, then each change in CONFIG_DB; what it
-    ran (the stubs' log) is its reaction. The files it writes land in the run's overlay on /etc.
-    python-ldap, which it imports but does not use for these tables, is an empty module when the
-    interpreter has none (it does not build without the OpenLDAP headers)."""
+    ran (the stubs' log) is its reaction. The files it writes land in the run's overlay on /etc."""
     paths = [env.trees["host-services"] / "scripts", env.trees["host-services"], env.trees["py-common"],
-             env.trees["utilities"], env.scratch / "deps_shim"]
-    (env.scratch / "deps_shim").mkdir()
-    if subprocess.run([env.python, "-c", "import ldap"], capture_output=True).returncode != 0:
-        (env.scratch / "deps_shim" / "ldap.py").write_text('"""python-ldap is not installed here."""\n')
-    if subprocess.run([env.python, "-c", "import M2Crypto"], capture_output=True).returncode != 0:
-        # sonic_installer's Aboot bootloader imports it; hostcfgd only asks which bootloader runs
-        (env.scratch / "deps_shim" / "M2Crypto.py").write_text('"""M2Crypto is not installed here."""\nX509 = None\n')
+             env.trees["utilities"], env.placeholders()]
     script = env.trees["host-services"] / "scripts" / "hostcfgd"
     # the image's templates are not in these trees: empty ones, so rendering runs and writes empty files
     for template in set(re.findall(r"/usr/share/sonic/templates/[\w.-]+\.j2", script.read_text())):
         Path(template).parent.mkdir(parents=True, exist_ok=True)
         Path(template).touch()
-    command, proc_env = env.command([str(script)], paths)
-    daemon = subprocess.Popen(command, cwd=env.scratch, env=proc_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        time.sleep(4)
-        for change in HOSTCFGD_CHANGES:
-            redis_cli("-n", "4", *change)
-            time.sleep(1.5)
-        time.sleep(2)
-    finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            out, err = daemon.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            out, err = daemon.communicate()
-    result.steps.append({"argv": ["hostcfgd"], "running_at_end": daemon.returncode in (-15, 0, 143),
-                         "stdout": out, "stderr_tail": err[-1500:]})
+    run_daemon(env, result, [str(script)], paths, [("-n", "4", *change) for change in HOSTCFGD_CHANGES])
 
 
 SCENARIOS = [
@@ -262,18 +208,10 @@ SCENARIOS = [
                    "INTERFACE|Ethernet4|10.0.0.1/31": {}}),
     Scenario("hostcfgd", ("host-services", "py-common", "utilities"), scenario_hostcfgd),
 ]
+SCENARIOS += CLI_SCENARIOS + DAEMON_SCENARIOS
 
 
 # -- the namespace --------------------------------------------------------------------------------
-
-def write_stubs(scratch: Path) -> None:
-    stubs = scratch / "stubs"
-    stubs.mkdir()
-    for name in STUBS:
-        path = stubs / name
-        path.write_text(f'#!/bin/sh\necho "{name} $*" >> "$STUB_LOG"\nexit 0\n')
-        path.chmod(0o755)
-
 
 def write_binding_shim(scratch: Path) -> None:
     """A sitecustomize that gives the binding the CFG_* names a SONiC image's build generates."""
@@ -300,25 +238,58 @@ def database_config() -> dict[str, Any]:
     }
 
 
+#: directories the programs write to, overlaid afresh for each side's run
+OVERLAID = ("/etc", "/usr/share", "/usr/local/bin")
+
+
+def lay_image(run: str, python: str, trees: dict[str, Path]) -> dict[str, str]:
+    """Fresh overlays on OVERLAID for one side's run (whose upper layers are in the namespace's
+    tmpfs, so what an earlier run wrote is gone) holding the files a SONiC image's build puts
+    there; returns those files, so that what the run itself writes can be told apart."""
+    for directory in OVERLAID:
+        subprocess.run(["umount", directory], capture_output=True)  # the previous run's, if any
+        layer = f"{SOCKET_DIR}/overlay/{run}{directory.replace('/', '-')}"
+        os.makedirs(f"{layer}/upper")
+        os.makedirs(f"{layer}/work")
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        f"lowerdir={directory},upperdir={layer}/upper,workdir={layer}/work", directory], check=True)
+    os.makedirs("/etc/sonic", exist_ok=True)
+    Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
+    Path("/etc/sonic/init_cfg.json").write_text("{}")
+    os.makedirs("/etc/ssh", exist_ok=True)  # hostcfgd edits sshd's configuration for SSH_SERVER
+    Path("/etc/ssh/sshd_config").write_text("Port 22\nMaxAuthTries 6\nLoginGraceTime 120\nClientAliveInterval 900\n")
+    metadata = BASE_CONFIG["DEVICE_METADATA|localhost"]  # the device directory an image installs, empty
+    os.makedirs(f"/usr/share/sonic/device/{metadata['platform']}/{metadata['hwsku']}")
+    # config's auto_techsupport_helper puts /usr/local/bin and /usr/sbin first on PATH: the
+    # programs' scripts run by it (#!/usr/bin/env python3) find the programs' interpreter there too
+    for name in ("python3", "python"):
+        python_wrapper(Path("/usr/local/bin", name), python)
+    if "config-engine" in trees:  # config loads it from where the image installs it
+        shutil.copy(trees["config-engine"] / "sonic-cfggen", "/usr/local/bin/sonic-cfggen")
+    return written_files(run)
+
+
+def written_files(run: str) -> dict[str, str]:
+    """What the upper layers of a run's overlays hold: path -> text ("<deleted>" for a whiteout)."""
+    out: dict[str, str] = {}
+    for directory in OVERLAID:
+        upper = Path(f"{SOCKET_DIR}/overlay/{run}{directory.replace('/', '-')}/upper")
+        for path in sorted(upper.rglob("*")):
+            name = directory + "/" + str(path.relative_to(upper))
+            if path.is_char_device():
+                out[name] = "<deleted>"
+            elif path.is_file():
+                out[name] = path.read_bytes()[:4000].decode(errors="replace")
+    return out
+
+
 def inside(args: argparse.Namespace) -> int:
     """In the namespaces: loopback, tmpfs, redis-server, then each scenario on both sides."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", SOCKET_DIR], check=True)
     os.makedirs(f"{SOCKET_DIR}/sonic-db")
-    os.makedirs(f"{SOCKET_DIR}/etc-upper")
-    os.makedirs(f"{SOCKET_DIR}/etc-work")
-    # what the daemons write under /etc stays in this namespace (an overlay whose upper layer is the tmpfs)
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                    f"lowerdir=/etc,upperdir={SOCKET_DIR}/etc-upper,workdir={SOCKET_DIR}/etc-work", "/etc"], check=True)
     Path(f"{SOCKET_DIR}/sonic-db/database_config.json").write_text(json.dumps(database_config()))
-    os.makedirs("/etc/sonic", exist_ok=True)  # in the overlay: what a SONiC image's build writes
-    Path("/etc/sonic/sonic_version.yml").write_text(SONIC_VERSION)
-    Path("/etc/sonic/init_cfg.json").write_text("{}")
-    for layer_dir in ("share-upper", "share-work"):
-        os.makedirs(f"{SOCKET_DIR}/{layer_dir}")
-    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                    f"lowerdir=/usr/share,upperdir={SOCKET_DIR}/share-upper,workdir={SOCKET_DIR}/share-work",
-                    "/usr/share"], check=True)
+    trees = {k: Path(v) for k, v in json.loads(args.trees).items()}
     sys.path.insert(0, str(ROOT))
     from swssd.redis.embedded_redis import find_redis_server
 
@@ -326,7 +297,6 @@ def inside(args: argparse.Namespace) -> int:
         find_redis_server(), "--port", "6379", "--bind", "127.0.0.1", "--unixsocket", SOCKET,
         "--unixsocketperm", "777", "--databases", "16", "--notify-keyspace-events", "AKE", "--save", "",
         "--appendonly", "no", "--loglevel", "warning"], stdout=subprocess.DEVNULL)
-    trees = {k: Path(v) for k, v in json.loads(args.trees).items()}
     differed = 0
     try:
         for _ in range(100):
@@ -344,14 +314,21 @@ def inside(args: argparse.Namespace) -> int:
             for mode in ("binding", "layer"):
                 with tempfile.TemporaryDirectory(prefix=f"tools-{scenario.name}-{mode}-") as scratch_dir:
                     scratch = Path(scratch_dir)
-                    write_stubs(scratch)
+                    write_stubs(scratch, args.python)
                     write_binding_shim(scratch)
                     env = Env(args.python, trees, mode, args.binding, scratch, scratch / "stubs.log")
-                    reset_redis(scenario.seed)
+                    image = lay_image(f"{scenario.name}-{mode}", args.python, trees)
+                    reset_redis(scenario)
                     result = Result()
                     scenario.run(env, result)
+                    result.files = {path: text for path, text in written_files(f"{scenario.name}-{mode}").items()
+                                    if image.get(path) != text}
                     result.redis = dump_redis()
+                    if scenario.normalize:
+                        result.redis = scenario.normalize(result.redis)
                     result.reactions = env.stub_log.read_text().splitlines() if env.stub_log.exists() else []
+                    if not scenario.ordered_reactions:
+                        result.reactions.sort()
                     results[mode] = result
             differed += report(scenario.name, results, args.keep)
     finally:
@@ -374,6 +351,9 @@ def report(name: str, results: dict[str, Result], keep: str | None) -> int:
     for key in keys:
         if binding.redis.get(key) != layer.redis.get(key):
             problems.append(f"redis {key}: binding {binding.redis.get(key)!r} layer {layer.redis.get(key)!r}")
+    for path in sorted(set(binding.files) | set(layer.files)):
+        if binding.files.get(path) != layer.files.get(path):
+            problems.append(f"file {path}: binding {binding.files.get(path)!r} layer {layer.files.get(path)!r}")
     if binding.reactions != layer.reactions:
         problems.append(f"reactions differ:\n  binding: {binding.reactions}\n  layer:   {layer.reactions}")
     failed_both = [s["argv"] for s in binding.steps if s.get("rc") not in (0, None)]
@@ -383,7 +363,8 @@ def report(name: str, results: dict[str, Result], keep: str | None) -> int:
             Path(keep, f"{name}.{mode}.json").write_text(json.dumps(result.__dict__, indent=1, sort_keys=True))
     status = "DIFFERS" if problems else "same"
     print(f"{name}: {status} ({len(binding.steps)} steps, {len(binding.redis)} keys, "
-          f"{len(binding.reactions)} reactions; steps failing on the binding too: {failed_both})")
+          f"{len(binding.reactions)} reactions, {len(binding.files)} files written; "
+          f"steps failing on the binding too: {failed_both})")
     for problem in problems[:20]:
         print("  " + problem.replace("\n", "\n  "))
     return 1 if problems else 0
@@ -393,8 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--binding", default=os.environ.get("SWSSD_SWSSCOMMON_ENV"),
                         help="env file of the built binding (default $SWSSD_SWSSCOMMON_ENV)")
-    for name, var in (("utilities", "SONIC_UTILITIES_TREE"), ("host-services", "SONIC_HOST_SERVICES_TREE"),
-                      ("py-common", "SONIC_PY_COMMON_TREE"), ("config-engine", "SONIC_CONFIG_ENGINE_TREE")):
+    for name, var in TREES.items():
         parser.add_argument(f"--{name}", default=os.environ.get(var), help=f"a checkout (default ${var})")
     parser.add_argument("--python", default=os.environ.get("SONIC_TOOLS_PYTHON", sys.executable),
                         help="interpreter with the programs' dependencies (default $SONIC_TOOLS_PYTHON)")
@@ -405,11 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.inside:
         return inside(args)
-    trees = {name: str(Path(value).resolve()) for name in ("utilities", "host-services", "py-common", "config-engine")
-             if (value := getattr(args, name.replace("-", "_")))}
+    trees = {name: str(Path(value).resolve()) for name in TREES if (value := getattr(args, name.replace("-", "_")))}
     if not trees:
-        return skip("no SONiC tree given (--utilities, --host-services, --py-common, --config-engine or their "
-                    "$SONIC_*_TREE variables)")
+        return skip(f"no SONiC tree given (--{', --'.join(TREES)} or their $SONIC_*_TREE variables)")
     if not args.binding or not Path(args.binding).exists():
         return skip("no built binding to compare with (--binding or $SWSSD_SWSSCOMMON_ENV)")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip") or not shutil.which("redis-cli"):

@@ -1,6 +1,7 @@
-"""Unmodified SONiC programs (sonic-py-common's helpers, counterpoll, db_migrator, hostcfgd) behave
-the same on the compatible layer as on the binding: tests/sonic_tools_suite.py runs them on both and
-compares; skipped with its reason when no SONiC tree ($SONIC_*_TREE) or binding is given."""
+"""Unmodified SONiC programs (sonic-py-common's helpers, counterpoll, db_migrator, config and show,
+route_check, hostcfgd, featured, caclmgrd, procdockerstatsd, bgpcfgd) behave the same on the
+compatible layer as on the binding: tests/sonic_tools_suite.py runs them on both and compares;
+skipped with its reason when no SONiC tree ($SONIC_*_TREE) or binding is given."""
 
 from __future__ import annotations
 

@@ -58,7 +58,8 @@ def bgpmon(sc, out):
     db = sc.DBConnector("STATE_DB", 0)
     pipe = sc.RedisPipeline(db)
     for key, fvs in (("NEIGH_STATE_TABLE|10.0.0.1", {"state": "Established"}),
-                     ("NEIGH_STATE_TABLE|10.0.0.2", {"state": "Idle", "extra": "x y"}), ("NEIGH_STATE_TABLE|10.0.0.3", None)):
+                     ("NEIGH_STATE_TABLE|10.0.0.2", {"state": "Idle", "extra": "x y"}),
+                     ("NEIGH_STATE_TABLE|10.0.0.3", None)):
         command = sc.RedisCommand()
         if fvs is None:
             command.formatDEL(key)
@@ -146,10 +147,75 @@ def events(sc, out):
 
 
 def names(sc, out):
-    out.append(("names", sc.IFACE_NAME_MAX_LEN, sc.isInterfaceNameValid("Ethernet0"), sc.isInterfaceNameValid("x" * 16)))
+    out.append(("names", sc.IFACE_NAME_MAX_LEN, sc.isInterfaceNameValid("Ethernet0"),
+                sc.isInterfaceNameValid("x" * 16)))
 
 
-SCENARIOS = {"bgpmon": bgpmon, "transaction": transaction, "portstat": portstat, "events": events, "names": names}
+def featured(sc, out):
+    # featured's loop: subscribers by priority, found again by getFd(), one pop() per select
+    cfg = sc.DBConnector("CONFIG_DB", 0)
+    appl = sc.DBConnector("APPL_DB", 0)
+    feature_state = sc.Table(sc.DBConnector("STATE_DB", 0), "FEATURE")
+    for db in (cfg, appl):
+        db.flushdb()
+    sc.ConfigDBConnector().connect(wait_for_init=False)  # as featured does; it turns keyspace events on
+    for name in ("snmp", "lldp"):
+        cfg.hset("FEATURE|" + name, "state", "enabled")
+    select = sc.Select()
+    subscribers = {}
+    for db, table, pri in ((cfg, "FEATURE", 10), (appl, "PORT_TABLE", 9)):
+        subscriber = sc.SubscriberStateTable(db, table, sc.TableConsumable.DEFAULT_POP_BATCH_SIZE, pri)
+        select.addSelectable(subscriber)
+        subscribers[subscriber.getFd()] = (subscriber, table)
+
+    def take(timeout):
+        ready, selectable = select.select(timeout)
+        if ready != select.OBJECT:
+            out.append(("timeout", ready))
+            return False
+        subscriber, table = subscribers[selectable.getFd()]
+        key, op, fvs = subscriber.pop()
+        out.append((table, key, op, fvs))
+        if table == "FEATURE":
+            feature_state.set(key, [("state", dict(fvs).get("state", ""))])
+        return True
+
+    while take(200):
+        pass
+    for db, key, field, value in ((cfg, "FEATURE|lldp", "state", "disabled"), (appl, "PORT_TABLE:PortInitDone",
+                                  "lanes", "0"), (cfg, "FEATURE|bgp", "state", "enabled")):
+        db.hset(key, field, value)
+        take(5000)
+    take(200)
+    out.append(("batch", sc.TableConsumable.DEFAULT_POP_BATCH_SIZE,
+                sc.SubscriberStateTable.DEFAULT_POP_BATCH_SIZE))
+
+
+def arguments(sc, out):
+    # config reload's client.set(INIT_INDICATOR, 1); what SWIG's std::string typemap refuses
+    db = sc.DBConnector("STATE_DB", 0)
+    config = sc.ConfigDBConnector()
+    config.connect(wait_for_init=False)
+    client = config.get_redis_client(config.CONFIG_DB)
+    out.append(("init", client.set(config.INIT_INDICATOR, 1), client.get(config.INIT_INDICATOR)))
+    for value in (True, False, 7, "x"):
+        out.append(("set", value, db.set("ARG", value), db.get("ARG")))
+    table = sc.Table(db, "ARG_T")
+    for call in (lambda: db.set("ARG", 1.5), lambda: db.set("ARG", None), lambda: db.set(None, "x"),
+                 lambda: db.set(3, "x"), lambda: db.hset("ARG_H", "f", 1), lambda: db.hset("ARG_H", None, "v"),
+                 lambda: db.hget("ARG_H", b"f"), lambda: db.exists(1), lambda: db.publish("ch", 2),
+                 lambda: db.get(None), lambda: db.hexists("k", 1.5), lambda: table.hset("k", "f", True),
+                 lambda: table.hget("k", None)):
+        try:
+            call()
+            out.append(("ok",))
+        except Exception as exc:
+            out.append(("error", type(exc).__name__, str(exc).splitlines()[0]))
+    db.delete("ARG")
+
+
+SCENARIOS = {"arguments": arguments, "featured": featured, "bgpmon": bgpmon, "transaction": transaction,
+             "portstat": portstat, "events": events, "names": names}
 
 
 def drive(sc, config, name):
@@ -196,7 +262,7 @@ def normal(results: list[Any]) -> list[Any]:
     return [tuple("opaque" if isinstance(x, int) and r[0] == "pushed" else x for x in r) for r in results]
 
 
-@pytest.mark.parametrize("name", ["bgpmon", "transaction", "portstat", "events", "names"])
+@pytest.mark.parametrize("name", ["arguments", "featured", "bgpmon", "transaction", "portstat", "events", "names"])
 def test_same_results_and_state_as_the_binding(swss_env: dict[str, str], sonic_db_config: Path, name: str) -> None:
     theirs_out = theirs(swss_env, sonic_db_config, name)
     theirs_state = state()
@@ -232,7 +298,8 @@ def test_portstat_counters_with_a_gearbox(sonic_db_config: Path) -> None:
     assert rows[("UNION", "Ethernet0")][1] == [True, "7"]
     assert rows[("UNION", "Ethernet0")][2] == [True, "123456789012345678"]
     assert rows[("UNION", "Ethernet8")] == ([False, ()], [False, ""], [False, ""], [False, ""], (-1, ""))
-    assert rows[("LINESIDE", "Ethernet4")][1] == [True, "126"] and rows[("LINESIDE", "Ethernet4")][4] == (10, "oid:0x22")
+    assert rows[("LINESIDE", "Ethernet4")][1] == [True, "126"]
+    assert rows[("LINESIDE", "Ethernet4")][4] == (10, "oid:0x22")
     assert rows[("SYSTEMSIDE", "Ethernet0")][0] == [False, ()]
 
 
@@ -254,6 +321,55 @@ def test_cfg_schema_reads_the_tables_of_a_yang_module() -> None:
     assert ours_module.CFG_DEVICE_METADATA_TABLE_NAME == "DEVICE_METADATA"
     assert ours_module.CFG_FLEX_COUNTER_TABLE_NAME == "FLEX_COUNTER_TABLE"
     assert ours_module.CFG_PORT_CABLE_LEN_TABLE_NAME == "CABLE_LENGTH"  # schema.h's own name stays
+
+
+def test_arguments_the_binding_refuses_are_refused(sonic_db_config: Path) -> None:
+    out = ours(sonic_db_config, "arguments")
+    assert out[:5] == [("init", True, "1"), ("set", True, True, "1"), ("set", False, True, "0"), ("set", 7, True, "7"),
+                       ("set", "x", True, "x")]
+    overloaded = "Wrong number or type of arguments for overloaded function 'DBConnector_set'."
+    assert out[5:9] == [("error", "TypeError", overloaded),
+                        ("error", "ValueError", "invalid null reference in method 'DBConnector_set', argument 3 of "
+                                                "type 'std::string const &'"),
+                        ("error", "ValueError", "invalid null reference in method 'DBConnector_set', argument 2 of "
+                                                "type 'std::string const &'"),
+                        ("error", "TypeError", overloaded)]
+    assert out[9] == ("error", "TypeError", "in method 'DBConnector_hset', argument 4 of type 'std::string const &'")
+    refused = ["ValueError", "TypeError", "TypeError", "TypeError", "ValueError", "TypeError", "TypeError",
+               "ValueError"]
+    assert [r[:2] for r in out[10:]] == [("error", kind) for kind in refused]
+    assert state() == {}  # nothing refused reached Redis
+
+
+def test_featured_finds_its_subscribers_again_by_fd(sonic_db_config: Path) -> None:
+    out = ours(sonic_db_config, "featured")
+    assert sorted(out[:2]) == [("FEATURE", "lldp", "SET", (("state", "enabled"),)),  # in Redis's KEYS order
+                               ("FEATURE", "snmp", "SET", (("state", "enabled"),))]
+    assert out[2:] == [("timeout", 2), ("FEATURE", "lldp", "SET", (("state", "disabled"),)),
+                       ("PORT_TABLE", "PortInitDone", "SET", (("lanes", "0"),)),
+                       ("FEATURE", "bgp", "SET", (("state", "enabled"),)), ("timeout", 2), ("batch", 128, 128)]
+    assert state() == {"STATE_DB/FEATURE|snmp": {"state": "enabled"}, "STATE_DB/FEATURE|lldp": {"state": "disabled"},
+                       "STATE_DB/FEATURE|bgp": {"state": "enabled"}}
+
+
+def test_cfg_schema_reads_the_models_rendered_from_templates(tmp_path: Path) -> None:
+    """An image's yang-models holds sonic-acl and sonic-policer rendered from yang-templates with
+    yang_model_type="py" (caclmgrd subscribes to CFG_ACL_TABLE_TABLE_NAME and CFG_ACL_RULE_TABLE_NAME)."""
+    (tmp_path / "yang-models").mkdir()
+    (tmp_path / "yang-templates").mkdir()
+    (tmp_path / "yang-models" / "sonic-x.yang").write_text("module sonic-x { container sonic-x { container X { } } }")
+    (tmp_path / "yang-templates" / "sonic-acl.yang.j2").write_text(
+        '{% if yang_model_type == "cvl" %}\nmodule sonic-acl-cvl {\n{% else %}\nmodule sonic-acl {\n{% endif %}\n'
+        '  container sonic-acl { container ACL_RULE { } container ACL_TABLE { } }\n'
+        '  {% if yang_model_type == "cvl" %} container CVL_ONLY { } {% endif %}\n}\n')
+    assert gen_cfg_schema.table_names(tmp_path / "yang-models") == ["ACL_RULE", "ACL_TABLE", "X"]
+    (tmp_path / "yang-templates" / "sonic-y.yang.j2").write_text("module y { {{ other }} }")
+    with pytest.raises(ValueError, match=r"sonic-y\.yang\.j2: a Jinja construct"):
+        gen_cfg_schema.table_names(tmp_path / "yang-models")
+    output = tmp_path / "o.py"
+    assert gen_cfg_schema.main([str(tmp_path / "yang-models"), "--commit", "0", "--output", str(output)]) == 2
+    assert ours_module.CFG_ACL_TABLE_TABLE_NAME == "ACL_TABLE" and ours_module.CFG_ACL_RULE_TABLE_NAME == "ACL_RULE"
+    assert ours_module.CFG_POLICER_TABLE_NAME == "POLICER"
 
 
 def test_cfg_schema_regenerates_from_sonic_yang_models(tmp_path: Path) -> None:

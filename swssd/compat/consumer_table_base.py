@@ -1,5 +1,6 @@
 """ConsumerTableBase: what the consumers share, as the C++ class: a table name and separator, a
-subscription to wait on, a pop batch size, and pop() served one at a time from the last pops()."""
+subscription to wait on, a pop batch size, and pop() served one at a time from the last pops().
+TableConsumable is the C++ base above it, with the default pop batch size."""
 
 from __future__ import annotations
 
@@ -18,10 +19,15 @@ Entry = tuple[str, str, tuple[tuple[str, str], ...]]
 """(key, op, field/value pairs): a KeyOpFieldsValuesTuple as the binding hands it over."""
 
 
-class ConsumerTableBase(TableBase, RedisSelect):
-    """A consumer of table `tableName` on `db`."""
+class TableConsumable(TableBase, RedisSelect):
+    """The binding's base of every consumer; programs name it for its DEFAULT_POP_BATCH_SIZE
+    (featured: `SubscriberStateTable(db, table, TableConsumable.DEFAULT_POP_BATCH_SIZE, pri)`)."""
 
     DEFAULT_POP_BATCH_SIZE = DEFAULT_POP_BATCH_SIZE
+
+
+class ConsumerTableBase(TableConsumable):
+    """A consumer of table `tableName` on `db`."""
 
     def __init__(self, db: DBConnector, tableName: str, popBatchSize: int = DEFAULT_POP_BATCH_SIZE,
                  pri: int = 0) -> None:

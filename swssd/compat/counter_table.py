@@ -241,7 +241,7 @@ def _cache_macsec_keys(t: CounterTable, cache: KeyCache[KeyPair]) -> None:
 
 def _lua_number(value: float) -> str:
     """A number as Redis's Lua 5.1 tostring() prints it."""
-    return "%.14g" % value
+    return f"{value:.14g}"
 
 
 def _gearbox_sum(t: CounterTable, oids: tuple[str, ...], fields: list[str]) -> list[float]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..channels.config_entries import cpp_order
+from .arguments import check_strings, set_value
 from .connection import RedisConnection, RedisError
 from .containers import FieldValueMap, field_value_map
 from .dbconfig import SonicDBConfig, SonicDBKey
@@ -161,6 +162,7 @@ class DBConnector:
         return self.delete(key)
 
     def exists(self, key: str) -> bool:
+        check_strings("DBConnector_exists", key)
         if " " in key or "\t" in key:
             raise RuntimeError(f"EXISTS failed, invalid space or tab in single key: {key!r}")
         return int(self._conn.command("EXISTS", key)) > 0
@@ -175,9 +177,11 @@ class DBConnector:
         return int(cur), tuple(keys)
 
     def set(self, key: str, value: str | int) -> bool:
-        return bool(self._conn.command("SET", key, str(value)) == "OK")
+        """SET; an int value (a bool too) is stored as its number, as by the binding's int overload."""
+        return bool(self._conn.command("SET", key, set_value(key, value)) == "OK")
 
     def get(self, key: str) -> str | None:
+        check_strings("DBConnector_get", key)
         value = self._conn.command("GET", key)
         if value is not None and not isinstance(value, str):
             raise RuntimeError(f"GET failed on {key!r}: the key holds no string")
@@ -200,12 +204,15 @@ class DBConnector:
     # -- hashes ---------------------------------------------------------------------------
 
     def hset(self, key: str, field: str, value: str) -> None:
+        check_strings("DBConnector_hset", key, field, value)
         self._conn.command("HSET", key, field, value)
 
     def hget(self, key: str, field: str) -> str | None:
+        check_strings("DBConnector_hget", key, field)
         return self._conn.command("HGET", key, field)  # type: ignore[no-any-return]
 
     def hexists(self, key: str, field: str) -> bool:
+        check_strings("DBConnector_hexists", key, field)
         return int(self._conn.command("HEXISTS", key, field)) > 0
 
     def hdel(self, key: str, field: str | Sequence[str]) -> int:
@@ -233,6 +240,7 @@ class DBConnector:
         self._conn.command("PUNSUBSCRIBE", pattern)
 
     def publish(self, channel: str, message: str) -> int:
+        check_strings("DBConnector_publish", channel, message)
         return int(self._conn.command("PUBLISH", channel, message))
 
     def config_set(self, key: str, value: str) -> None:

@@ -31,7 +31,8 @@ class RedisCommand:
         """The first `argc` arguments of `argv`."""
         self.args = tuple(str(arg) for arg in argv[:argc])
 
-    def formatHSET(self, key: str, values: str | Mapping[str, str] | Iterable[tuple[str, str]], value: str | None = None) -> None:
+    def formatHSET(self, key: str, values: str | Mapping[str, str] | Iterable[tuple[str, str]],
+                   value: str | None = None) -> None:
         """HSET key field value, or HSET key f1 v1 f2 v2... from pairs or a map (a map's fields in
         byte order, as a std::map); ValueError for no pairs, as the C++ invalid_argument."""
         if isinstance(values, str):

@@ -17,8 +17,14 @@ from typing import Any
 from ..lua import Script
 from .connection import RedisConnection
 from .dbconnector import DBConnector
-from .redis_command import (REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_STATUS, RedisCommand, RedisReply,
-                            check_reply_type)
+from .redis_command import (
+    REDIS_REPLY_INTEGER,
+    REDIS_REPLY_NIL,
+    REDIS_REPLY_STATUS,
+    RedisCommand,
+    RedisReply,
+    check_reply_type,
+)
 
 Command = tuple[object, ...]
 

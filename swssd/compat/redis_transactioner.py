@@ -8,7 +8,6 @@ opaque redisReply pointer (dequeueReply) is a RedisReply holding the value here.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 from .dbconnector import DBConnector
 from .redis_command import REDIS_REPLY_ARRAY, REDIS_REPLY_STATUS, RedisCommand, RedisReply, check_reply_type, reply_type

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..channels.table import strip_special
 from ..schema import CHANNEL_SUFFIX
+from .arguments import check_strings
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
 from .redis_pipeline import RedisPipeline
@@ -104,12 +105,14 @@ class Table(TableBase):
 
     def hget(self, key: str, field: str) -> list[Any]:
         """[True, value] or [False, ""] when the entry or field does not exist."""
+        check_strings("Table_hget", key, field)
         value = self._pipe.read("HGET", self.getKeyName(key), field)
         if value is None:
             return [False, ""]
         return [True, strip_special(value)]
 
     def hset(self, key: str, field: str, value: str, op: str = "", prefix: str = "") -> None:
+        check_strings("Table_hset", key, field, value)
         self._pipe.write(("HSET", self.getKeyName(key), field, value), self._buffered)
 
     def delete(self, key: str, op: str = "", prefix: str = "") -> None:
