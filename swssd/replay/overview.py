@@ -3,8 +3,9 @@
 The text is parsed once: the first job fills a cache (memory, then disk) of the lines' parsed
 columns the figures need, events and rejected lines together (parse_once), so that writing the
 rejects is not a second parse; every figure is an aggregation over that cache. The per-key
-counts are a hash aggregation, as in `stats`; only the flaps need order, and they sort narrow
-rows of hashes and longs, one per live record and one per field of a live SET (flap_counts).
+counts are a hash aggregation, as in `stats`; so are the flaps, which need order: each key's
+ops and each field's values are collected per key and field, and each such short list is sorted
+on its own (flap_counts), not every row of the capture.
 
 Definitions (the README's "replay report" section says the same):
 
