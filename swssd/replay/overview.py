@@ -268,7 +268,7 @@ def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
 
 
 _IS_RECORD = "NOT is_notification"
-SORT_PARTITIONS_PER_SHUFFLE_PARTITION = 4
+FLAP_PARTITIONS_PER_SHUFFLE_PARTITION = 4
 
 
 def key_counts(base: DataFrame) -> DataFrame:
@@ -333,7 +333,7 @@ def flap_counts(base: DataFrame) -> DataFrame:
     records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
     # By key, which is all the aggregations need, so there is no other shuffle; in more partitions
     # than the session's few, so that each task's hash map fits beside the cache.
-    partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
+    partitions = FLAP_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
         "spark.sql.shuffle.partitions") or 1)
     rows = records.repartition(partitions, "key_id").selectExpr(*_LIVE_ROWS)
     sequences = rows.groupBy("key_id", "field").agg(F.expr(_SEQUENCE).alias("sequence"))
