@@ -3,8 +3,9 @@
 The text is parsed once: the first job fills a cache (memory, then disk) of the lines' parsed
 columns the figures need, events and rejected lines together (parse_once), so that writing the
 rejects is not a second parse; every figure is an aggregation over that cache. The per-key
-counts are a hash aggregation, as in `stats`; only the flaps need order, and they sort narrow
-rows of hashes and longs, one per live record and one per field of a live SET (flap_counts).
+counts are a hash aggregation, as in `stats`; so are the flaps, which need order: each key's
+ops and each field's values are collected per key and field, and each such short list is sorted
+on its own (flap_counts), not every row of the capture.
 
 Definitions (the README's "replay report" section says the same):
 
@@ -267,7 +268,7 @@ def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
 
 
 _IS_RECORD = "NOT is_notification"
-SORT_PARTITIONS_PER_SHUFFLE_PARTITION = 4
+FLAP_PARTITIONS_PER_SHUFFLE_PARTITION = 4
 
 
 def key_counts(base: DataFrame) -> DataFrame:
@@ -288,50 +289,58 @@ def key_counts(base: DataFrame) -> DataFrame:
 
 
 # A live record: its key, its place in replay order (`ord` flattened), its op (0 SET, 1 DEL) and,
-# for a SET, its fields and their values as 64-bit hashes. Shuffled by key as one row (narrower
-# than the rows below: one an event, not some three), then a row for its op (field 0) and one a
-# field (`pos`: the field's place in the record). Sorted by key, field and replay order, a key's
-# op rows give its alternations and each field's rows its reversions.
+# for a SET, its fields and their values as 64-bit hashes. Shuffled by key as one narrow row, then
+# split into a row for its op (field 0) and one a field (`pos`: the field's place in the record).
 _LIVE_RECORD = [
     "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
     "ord.block AS block", "ord.line AS line", "CASE WHEN op = 'DEL' THEN 1L ELSE 0L END AS op_value",
     "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS fields",
     "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS values",
 ]
-_ORDER = ["us", "rotation", "file", "block", "line", "pos"]
 _LIVE_ROWS = [
-    *_ORDER[:-1], "key_id",
+    "us", "rotation", "file", "block", "line", "key_id",
     "inline(concat(array(named_struct('field', 0L, 'value', op_value, 'pos', 0)),"
     " transform(arrays_zip(fields, `values`), (z, i) -> named_struct('field', z.fields, 'value', z.`values`,"
     " 'pos', i + 1))))",
 ]
+# One op's or field's values, in replay order (a struct sorts by its members in turn, the value last).
+_SEQUENCE = "collect_list(named_struct('us', us, 'rotation', rotation, 'file', file, 'block', block," \
+    " 'line', line, 'pos', pos, 'value', value))"
+# The changes of a sequence (a value unlike the one before it) for the op (alternations), the
+# changes back to the value before the last change for a field (reversions). Fewer than two ops,
+# or three values of a field, have none: those are not sorted.
+_CHANGES = (
+    "CASE WHEN size(sequence) < IF(field = 0, 2, 3) THEN 0 ELSE aggregate(sort_array(sequence),"
+    " named_struct('last', CAST(NULL AS BIGINT), 'before', CAST(NULL AS BIGINT), 'n', 0),"
+    " (acc, x) -> CASE WHEN acc.last IS NULL THEN named_struct('last', x.value, 'before', acc.before, 'n', acc.n)"
+    " WHEN x.value = acc.last THEN acc"
+    " ELSE named_struct('last', x.value, 'before', acc.last,"
+    " 'n', acc.n + IF(field = 0 OR x.value = acc.before, 1, 0)) END,"
+    " acc -> acc.n) END"
+)
 
 
 def flap_counts(base: DataFrame) -> DataFrame:
     """key_id, alternations, reversions of the keys with a live record (module docstring): one
-    shuffle of a narrow row a record, one sort of a narrower row an op or field.
+    shuffle of a narrow row a record, then hash aggregations only (no sort of the rows).
 
-    Keys, fields and values are compared by their 64-bit hashes (xxhash64); two different ones
-    taken for one, or a field's hash taken for 0 (the op rows), have a chance of about 2^-64.
-    Wider rows (the key's names, `ord` as a struct, the notifications and dead letters, whose
-    counts key_counts gives), shuffled after they were split into ops and fields, made this
-    sort as long as parsing the text."""
+    Each op's and field's values are collected per key in a hash map and sorted there, a list
+    of some hundred mostly ordered values (the shuffle keeps each file's order): a sort of every
+    row by key, field and the six columns of the order, as a window needs, took longer than the
+    rest of the report. Keys, fields and values are compared by their 64-bit hashes (xxhash64);
+    two different ones taken for one, or a field's hash taken for 0 (the op rows), have a chance
+    of about 2^-64."""
     records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
-    # Some three rows a record: in the session's few shuffle partitions, each task's sort would
-    # not fit beside the cache and spill. By key, which is all the window and the sums need, so
-    # there is no other shuffle.
-    partitions = SORT_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
+    # By key, which is all the aggregations need, so there is no other shuffle; in more partitions
+    # than the session's few, so that each task's hash map fits beside the cache.
+    partitions = FLAP_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
         "spark.sql.shuffle.partitions") or 1)
     rows = records.repartition(partitions, "key_id").selectExpr(*_LIVE_ROWS)
-    in_order = Window.partitionBy("key_id", "field").orderBy(*_ORDER)
-    marked = (
-        rows.withColumn("previous", F.lag("value").over(in_order))
-        .where("field = 0 OR previous IS NULL OR value <> previous")  # a field's repeated value: no change
-        .withColumn("two_before", F.lag("value", 2).over(in_order))
-    )
-    return marked.groupBy("key_id").agg(
-        _count("field = 0 AND value <> previous").alias("alternations"),
-        _count("field <> 0 AND value = two_before").alias("reversions"),
+    sequences = rows.groupBy("key_id", "field").agg(F.expr(_SEQUENCE).alias("sequence"))
+    changes = sequences.selectExpr("key_id", "field = 0 AS is_op", f"{_CHANGES} AS n")
+    return changes.groupBy("key_id").agg(
+        F.expr("sum(IF(is_op, n, 0))").alias("alternations"),
+        F.expr("sum(IF(is_op, 0, n))").alias("reversions"),
     )
 
 
