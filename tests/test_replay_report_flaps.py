@@ -65,7 +65,7 @@ def fold(events: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:
     return {k: (a, r) for k, (a, r) in got.items()}
 
 
-def test_hand_made_cases(spark: SparkSession) -> None:  # noqa: F811 - the fixture
+def test_hand_made_cases(spark: SparkSession) -> None:
     events = [
         # S S D S S D D S: 4 alternations; f: up up down up down, deduplicated up down up down: 2
         ev("a", 1, "SET", [("f", "up")]), ev("a", 2, "SET", [("f", "up")]), ev("a", 3, "DEL"),
@@ -90,7 +90,7 @@ def test_hand_made_cases(spark: SparkSession) -> None:  # noqa: F811 - the fixtu
     assert flaps(spark, events) == want
 
 
-def test_random_keys_equal_the_fold(spark: SparkSession) -> None:  # noqa: F811 - the fixture
+def test_random_keys_equal_the_fold(spark: SparkSession) -> None:
     rng = random.Random(28)
     events = []
     for n in range(3000):
