@@ -20,9 +20,7 @@ Run: .venv/bin/python bench/bench_replay_report.py [--events 4000000] [--hosts 4
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
-import io
 import os
 import random
 import shutil
@@ -31,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_replay import replay  # bench/ is the script's directory: the same timed call
 
 TABLES = 20
 KEYS = 500
@@ -119,19 +119,6 @@ def generate(root: Path, events: int, hosts: int, rejects: bool = True, seed: in
             if rejects and i % REJECT_EVERY == 0:
                 lines.append('{"ts": "2026-11-26T00:00:00Z", "broken' if not rec else "core dumped while writ")
         _write_rotated(root / host, "swss.rec" if rec else "swssd.capture.jsonl", lines)
-
-
-def replay(argv: list[str]) -> float:
-    """One replay command through cli.main in this process's session; its wall time."""
-    from swssd.replay.cli import main
-
-    t0 = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
-    elapsed = time.perf_counter() - t0
-    if code != 0:
-        raise SystemExit(f"replay {argv[0]} failed with {code}")
-    return elapsed
 
 
 def main() -> None:

@@ -53,13 +53,7 @@ def open_append(path: Path) -> io.FileIO:
     """Open `path` for appending (and reading back its last byte), creating it 0600 in a private
     directory; a symbolic link or anything but a regular file raises UnsafeFileError."""
     make_private_dir(path.parent)
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, FILE_MODE)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; swssd does not follow it", str(path)) from None
-        raise
+    fd = _open_no_link(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafeFileError(errno.EINVAL, "is not a regular file", str(path))
@@ -76,13 +70,7 @@ def replace_private(path: Path, data: bytes) -> None:
     planted at the path is replaced, never followed."""
     make_private_dir(path.parent)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(tmp, flags, FILE_MODE)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; swssd does not follow it", str(tmp)) from None
-        raise
+    fd = _open_no_link(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         with io.FileIO(fd, "wb") as f:
             view = memoryview(data)
@@ -92,4 +80,15 @@ def replace_private(path: Path, data: bytes) -> None:
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+def _open_no_link(path: Path, flags: int) -> int:
+    """os.open with O_NOFOLLOW | O_CLOEXEC, created FILE_MODE; a symbolic link at `path` raises
+    UnsafeFileError instead of being followed."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; swssd does not follow it", str(path)) from None
         raise
