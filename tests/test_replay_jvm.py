@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,35 @@ def _class_log(tmp_path: Path, name: str) -> tuple[Path, list[str]]:
     return log, ["--conf", f"spark.driver.extraJavaOptions=-Xlog:class+load=info:file={log}"]
 
 
+@dataclass(frozen=True)
+class Made:
+    """A cache in which a first run wrote the archive, and what the runs around it said."""
+
+    cache: Path
+    capture: Path
+    first: str  # the first run's stdout
+    second: str  # stdout of a run started while the first one's archive was being written
+    second_err: str
+    archive_written: os.stat_result  # the archive as its keeper left it
+
+
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """A cache in which a first run wrote the archive: (cache, capture, the first run's stdout)."""
+def made(tmp_path_factory: pytest.TempPathFactory) -> Made:
+    """The first run writes the archive in the background; a second run started meanwhile (the
+    archive is written in 20-60 s) runs without it. One archive dump serves the module's tests."""
     tmp = tmp_path_factory.mktemp("jvm")
     cache, capture = tmp / "cache", _capture(tmp)
-    first, err = _run(capture, tmp / "out", cache)
+    first, err = _run(capture, tmp / "out1", cache)
     assert "saving the JVM's class archive" in err and "in the background" in err
+    assert not _archives(cache), "the second run must start while the first's archive is written"
+    second, second_err = _run(capture, tmp / "out2", cache)
     _wait_for_archive(cache)
-    return cache, capture, first
+    for _ in range(1500):
+        if _lock_free(cache):
+            break
+        time.sleep(0.2)
+    (archive,) = _archives(cache)
+    return Made(cache, capture, first, second, second_err, archive.stat())
 
 
 def _wait_for_archive(cache: Path) -> None:
@@ -93,8 +114,8 @@ def _wait_for_archive(cache: Path) -> None:
     raise AssertionError(f"no archive kept in {directory}: {sorted(p.name for p in directory.iterdir())}")
 
 
-def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: tuple[Path, Path, str], tmp_path: Path) -> None:
-    cache, capture, first = made
+def test_the_first_run_writes_the_archive_and_the_next_maps_it(made: Made, tmp_path: Path) -> None:
+    cache, capture, first = made.cache, made.capture, made.first
     assert "2 entries in 1 tables" in first and "Ethernet4" in first
     (archive,) = _archives(cache)
     assert int(Path(f"{archive}.size").read_text()) == archive.stat().st_size > 0
@@ -119,23 +140,14 @@ def _lock_free(cache: Path) -> bool:
     return True
 
 
-def test_the_archive_is_written_once_for_replays_in_a_row(tmp_path: Path) -> None:
+def test_the_archive_is_written_once_for_replays_in_a_row(made: Made, tmp_path: Path) -> None:
     """A replay started while the first one's JVM and keeper still write the archive (20-60 s)
     runs without it and writes none; once kept, later replays map it and leave it as it is."""
-    cache, capture = tmp_path / "cache", _capture(tmp_path)
-    first, err = _run(capture, tmp_path / "out1", cache)
-    assert "saving the JVM's class archive" in err
-    assert not _archives(cache), "the test needs the second run to start while the first's archive is written"
-    second, err = _run(capture, tmp_path / "out2", cache)
-    assert second == first
-    assert "saving the JVM's class archive" not in err
-    _wait_for_archive(cache)
-    for _ in range(1500):
-        if _lock_free(cache):
-            break
-        time.sleep(0.2)
+    cache, capture, first = made.cache, made.capture, made.first
+    assert made.second == first
+    assert "saving the JVM's class archive" not in made.second_err
     (archive,) = _archives(cache)
-    written = archive.stat()
+    written = made.archive_written
     log, extra = _class_log(tmp_path, "third")
     third, err = _run(capture, tmp_path / "out3", cache, *extra)
     assert third == first and "saving the JVM's class archive" not in err
@@ -146,10 +158,10 @@ def test_the_archive_is_written_once_for_replays_in_a_row(tmp_path: Path) -> Non
     assert (now.st_ino, now.st_mtime_ns, now.st_size) == (written.st_ino, written.st_mtime_ns, written.st_size)
 
 
-def _damaged_cache(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> Path:
+def _damaged_cache(made: Made, tmp_path: Path, damage: str) -> Path:
     """A copy of the made cache with its archive damaged; its recorded size kept right."""
     cache = tmp_path / "cache"
-    (archive,) = _archives(made[0])
+    (archive,) = _archives(made.cache)
     (cache / "swssd").mkdir(parents=True)
     copy = cache / "swssd" / archive.name
     data = bytearray(archive.read_bytes())
@@ -165,15 +177,15 @@ def _damaged_cache(made: tuple[Path, Path, str], tmp_path: Path, damage: str) ->
 
 
 @pytest.mark.parametrize("damage", ["flipped", "garbage", "truncated"])
-def test_a_damaged_archive_gives_the_same_results(made: tuple[Path, Path, str], tmp_path: Path, damage: str) -> None:
+def test_a_damaged_archive_gives_the_same_results(made: Made, tmp_path: Path, damage: str) -> None:
     cache = _damaged_cache(made, tmp_path, damage)
     log, extra = _class_log(tmp_path, damage)
     # a JVM that crashes on the forged archive prints its report on stdout before the gateway retry
-    out, _ = _run(made[1], tmp_path / "out", cache, *extra, quiet=damage != "truncated")
+    out, _ = _run(made.capture, tmp_path / "out", cache, *extra, quiet=damage != "truncated")
     if damage == "truncated":
         out = out[out.index("read 2 lines"):]
         assert not _archives(cache)  # refused at start: dropped, a later run makes a new one
-    assert out == made[2]
+    assert out == made.first
     assert ARCHIVE_MAPPED not in log.read_text()
 
 
@@ -189,11 +201,11 @@ def _damage(data: bytes, damage: str) -> bytes:
 
 @pytest.mark.parametrize("damage", ["none", "flipped", "garbage", "truncated", "empty"])
 def test_the_keeper_keeps_only_an_archive_that_maps(
-    spark: SparkSession, made: tuple[Path, Path, str], tmp_path: Path, damage: str,
+    spark: SparkSession, made: Made, tmp_path: Path, damage: str,
 ) -> None:
     """The keeper of a first run's archive checks it with a java of the same class path and
     options as the JVM that wrote it (here the test session's JVM, on the same jars)."""
-    (archive,) = _archives(made[0])
+    (archive,) = _archives(made.cache)
     pid = SparkContext._gateway.proc.pid  # type: ignore[union-attr]
     cmdline = [c for c in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if c]
     dump_to, final = tmp_path / "replay-cds-k.1.tmp", tmp_path / "replay-cds-k.jsa"
@@ -226,11 +238,11 @@ def test_the_keeper_waits_for_that_very_process(tmp_path: Path) -> None:
     assert jvm.hand_off(jvm.Start([]), os.getpid()) is False  # no archive to write
 
 
-def test_an_unwritable_cache_directory_is_no_problem(made: tuple[Path, Path, str], tmp_path: Path) -> None:
+def test_an_unwritable_cache_directory_is_no_problem(made: Made, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("the cache directory cannot be made under a file, not even by root\n")
-    out, err = _run(made[1], tmp_path / "out", blocker / "cache")
-    assert out == made[2]
+    out, err = _run(made.capture, tmp_path / "out", blocker / "cache")
+    assert out == made.first
     assert "saving the JVM's class archive" not in err
 
 
