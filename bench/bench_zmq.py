@@ -25,6 +25,8 @@ before the first pop).
                      (bench/cpp/zmq_bench.cpp)
     C++ -> swssd     libswsscommon's producer, swssd's consumer (the consumers compared on one producer)
     swssd -> C++     swssd's producer, libswsscommon's consumer
+    ..., no C        the same with swssd's one-change messages encoded, sent and read in Python
+                     (SWSSD_NO_SPEEDUPS=1: an install where swssd/channels/zmq/_speedups.c was not built)
 
 ZMQ runs over tcp://127.0.0.1 (SONiC's orchagent endpoint is tcp, port 8100), persistence off
 (as fpmsyncd -> orchagent). swssd runs on uvloop. Each swssd process, once set up and before it
@@ -180,6 +182,11 @@ def command(
             + (["--unique-fields"] if unique else []))
 
 
+def side_env(side: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment of one side's process: "swssd-py" is swssd without its C functions."""
+    return dict(env, SWSSD_NO_SPEEDUPS="1") if side == "swssd-py" else env
+
+
 def expect(stream: IO[str], word: str) -> str:
     """The next line starting with `word` (log lines before it are skipped)."""
     while True:
@@ -201,9 +208,9 @@ def run_pair(
     endpoint = free_endpoint()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cons = subprocess.Popen(command(consumer, "consume", kind, count, url, endpoint, db_config, binary, freeze, unique),
-                            stdout=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True, env=side_env(consumer, env))
     prod = subprocess.Popen(command(producer, "produce", kind, count, url, endpoint, db_config, binary, freeze, unique),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=side_env(producer, env))
     assert cons.stdout is not None and prod.stdout is not None and prod.stdin is not None
     try:
         expect(cons.stdout, "ready")
@@ -267,6 +274,9 @@ ROWS = [
     ("C++ ZMQ", "cpp", "cpp", "zmq"),
     ("C++ -> swssd ZMQ", "cpp", "swssd", "zmq"),
     ("swssd -> C++ ZMQ", "swssd", "cpp", "zmq"),
+    # swssd without its C one-change functions (SWSSD_NO_SPEEDUPS=1: what runs where none was built)
+    ("C++ -> swssd ZMQ, no C", "cpp", "swssd-py", "zmq"),
+    ("swssd -> C++ ZMQ, no C", "swssd-py", "cpp", "zmq"),
 ]
 
 
@@ -345,6 +355,12 @@ def main() -> None:
             if "C++ ZMQ" in med and "swssd -> C++ ZMQ" in med:
                 print(f"swssd producer vs C++ producer (C++ consumer), from the first send: "
                       f"{med['C++ ZMQ'] / med['swssd -> C++ ZMQ']:.2f}x")
+            if "C++ ZMQ" in med and "C++ -> swssd ZMQ, no C" in med:
+                print(f"without C: swssd consumer vs C++ consumer, first pop to last pop: "
+                      f"{alone['C++ ZMQ'] / alone['C++ -> swssd ZMQ, no C']:.2f}x")
+            if "C++ ZMQ" in med and "swssd -> C++ ZMQ, no C" in med:
+                print(f"without C: swssd producer vs C++ producer, from the first send: "
+                      f"{med['C++ ZMQ'] / med['swssd -> C++ ZMQ, no C']:.2f}x")
             if len(med) < len(ROWS):
                 continue
             print(f"swssd ZMQ vs swssd Redis: {med['swssd Redis key-set'] / med['swssd ZMQ']:.1f}x")

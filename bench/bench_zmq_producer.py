@@ -9,7 +9,7 @@ persistence off, on uvloop, after gc.freeze() as `swssd run` does. Each round ti
 the other:
 
     await set()             ZmqProducerStateTable.set() per change (what bench_zmq.py's producer does)
-    encoding alone          the producer's OneChangeEncoder.encode() per change
+    encoding alone          the producer's sender given no socket (it returns the message), per change
     send_nowait() alone     ZmqClient.send_nowait() of the messages encoded before the round
     await empty coroutine   an `async def` that does nothing, awaited per change
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import socket
 import statistics
@@ -66,7 +67,7 @@ async def rounds(
     await asyncio.sleep(0.2)  # connected
     producer = ZmqProducerStateTable(db, "ROUTE_TABLE", client, db_persistence=False)
     routes = [(route_key(i), fields_of(i, unique)) for i in range(count)]
-    encode = producer._encode
+    encode = functools.partial(producer._send_one, 0)  # no socket: the message only
     encoded = [encode(key, fvs) for key, fvs in routes]
     gc.collect()
     gc.freeze()

@@ -8,9 +8,9 @@ from ...fields import DEL_COMMAND, SET_COMMAND, FieldValuesLike, KeyOpFieldsValu
 from ...redis.connector import DBConnector
 from ..table import TableBase
 from .db_updater import AsyncDBUpdater
-from .encoder import OneChangeEncoder
 from .serializer import header, serialize_with
 from .sockets import ZmqClient
+from .speedups import one_change_sender
 
 SetEntry = tuple[str, FieldValuesLike] | KeyOpFieldsValues
 
@@ -34,7 +34,7 @@ class ZmqProducerStateTable(TableBase):
         self.client = client
         self.db_name = db.name
         self._header = header(db.name, name)
-        self._encode = OneChangeEncoder(self._header).encode
+        self._send_one = one_change_sender(self._header)
         self._updater = AsyncDBUpdater(db, name) if db_persistence else None
 
     @property
@@ -47,17 +47,23 @@ class ZmqProducerStateTable(TableBase):
         (as the C++ set() sends at once); only a full queue waits, to retry."""
         if type(fvs) is not list:
             fvs = as_field_values(fvs)
-        data = self._encode(key, fvs)
-        if not self.client.send_nowait(data):
-            await self.client.send_bytes(data)
+        client = self.client
+        data = self._send_one(client.direct, key, fvs)
+        if data is None:
+            client.sent += 1
+        elif not client.send_nowait(data):
+            await client.send_bytes(data)
         if self._updater is not None:
             self._updater.update(key, op, fvs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
         """Send the deletion of one entry (a one-change message without fields, as set())."""
-        data = self._encode(key, ())
-        if not self.client.send_nowait(data):
-            await self.client.send_bytes(data)
+        client = self.client
+        data = self._send_one(client.direct, key, ())
+        if data is None:
+            client.sent += 1
+        elif not client.send_nowait(data):
+            await client.send_bytes(data)
         if self._updater is not None:
             self._updater.update(key, op, [])
 

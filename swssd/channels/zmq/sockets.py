@@ -8,27 +8,23 @@ messages (send side on the client, receive side on the server), TCP keepalive af
 
 libzmq reconnects by itself: while the server is away, messages wait in the client's queue (up to
 the high-water mark) and go out once it is back; the ones already handed to the dead connection
-are lost, exactly as with the C++ client, which uses the same library and options. When the queue
-is full, send_msg retries as C++ sendMsg does (11 attempts, 20 ms doubling to ~10 s between them,
-then an error), but sleeping on the event loop instead of blocking the thread; sends queue behind
-one that is waiting, so their order is kept.
+are lost, exactly as with the C++ client. When the queue is full, send_msg retries as C++ sendMsg
+does (11 attempts, 20 ms doubling to ~10 s between them, then an error), sleeping on the event
+loop instead of blocking the thread; sends queue behind one that is waiting, so their order is kept.
 
-Neither end uses a thread. The client sends with ZMQ_DONTWAIT (a full queue is the only reason
-to wait); the server's socket is watched by the event loop through its ZMQ_FD, as pyzmq's asyncio
-sockets do, and every wake-up drains what is queued, so a burst costs one wake-up, not a future
-per message. A server (and a consumer's persistence) needs the running event loop.
+Neither end uses a thread. The client sends with ZMQ_DONTWAIT; the server's socket is watched by
+the event loop through its ZMQ_FD, and every wake-up drains what is queued (a burst costs one
+wake-up, not a future per message). A server (and a consumer's persistence) needs the event loop.
 
 What a server holds is bounded, so a peer can neither starve the process nor grow it without
 limit: its connections (`max_peers`, peers.py), a message's size (ZMQ_MAXMSGSIZE: a frame that
 declares more than the C++ limit closes its connection before anything is allocated), libzmq's
-queue (`receive_hwm` messages a connection, not C++'s 10,000: libzmq counts messages, not bytes,
-and 10,000 of 1 MB each is 10 GB), and the bytes of what it read and its consumers did not pop
-yet (`max_buffer_bytes`). While those bytes are over the bound, or a consumer holds more
-changes than it may (its table is paused), the server stops reading: libzmq's queue fills, then
-the TCP window, then the peer's send queue, whose sends then fail with EAGAIN and are retried,
-as against a C++ server that does not keep up.
+queue (`receive_hwm` messages a connection: libzmq counts messages, not bytes, and C++'s 10,000 of
+1 MB each is 10 GB), and the bytes read that its consumers did not pop yet (`max_buffer_bytes`).
+While those bytes are over the bound, or a consumer's table is paused, the server stops reading:
+libzmq's queue fills, then the TCP window, then the peer's send queue, whose sends then fail with
+EAGAIN and are retried, as against a C++ server that does not keep up.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -42,7 +38,7 @@ import zmq
 from ...errors import SwssdError
 from ...fields import KeyOpFieldsValues
 from .endpoints import check_ipc_path, warn_if_exposed
-from .one_change import read_one, read_single, remember_tail
+from .one_change import read_one, remember_tail
 from .peers import PeerGuard
 from .serializer import (
     MAX_MESSAGE_SIZE,
@@ -52,6 +48,7 @@ from .serializer import (
     serialize,
 )
 from .serializer import deserialize as _deserialize
+from .speedups import direct_address, read_single
 
 log = structlog.get_logger(__name__)
 
@@ -80,8 +77,7 @@ BUFFER_BYTES = 8 * 1024 * 1024
 _BURST = 512
 _BURST_BYTES = 256 * 1024  # a 1 MB message is a burst: the Redis tables' turns come between
 _NONE: dict[str, ZmqMessageHandler] = {}
-#: libzmq's send, without pyzmq's Python-level wrapper (routing ids, groups, Frame handling: none
-#: apply to bytes on a PUSH socket); a third of a small message's send time
+#: libzmq's send without pyzmq's Python-level wrapper (none of it applies to bytes on PUSH)
 _send = getattr(getattr(zmq, "backend", None), "Socket", zmq.Socket).send
 #: messages this large or larger are handed over without a copy (pyzmq's copy_threshold)
 _COPY_BELOW = 65536
@@ -134,6 +130,7 @@ class ZmqClient:
         #: sends waiting to retry (holding or waiting for _lock): while any is, send_nowait()
         #: hands nothing to the socket, so the order is kept
         self._waiting = 0
+        self.direct = 0  #: direct_address() of the socket while none waits to retry, else 0
         self.connect()
 
     def connect(self) -> None:
@@ -152,6 +149,7 @@ class ZmqClient:
             sock.close(0)
             raise ZmqSendError(exc.errno, f"cannot connect to zmq endpoint {self.endpoint}: {exc}") from None
         self._socket = sock
+        self.direct = direct_address(sock)
         self.connected = True
 
     def is_connected(self) -> bool:
@@ -171,16 +169,18 @@ class ZmqClient:
         """Send one already serialized message, retrying as C++ sendMsg does."""
         if not self.send_nowait(data):
             self._waiting += 1
+            self.direct = 0
             try:
                 async with self._lock:  # later sends wait here: the order of messages is kept
                     await self._send_retrying(data)
             finally:
                 self._waiting -= 1
+                if not self._waiting and self._socket is not None:
+                    self.direct = direct_address(self._socket)
 
     def send_nowait(self, data: bytes) -> bool:
         """Hand a message to the socket if that can be done at once and keeps the order (no
-        send is waiting to retry); False otherwise, and then send_bytes() must send it. The
-        producer's hot path, as direct as C++ zmq_send with ZMQ_NOBLOCK: one pyzmq call."""
+        send is waiting to retry); False otherwise, and then send_bytes() must send it."""
         size = len(data)
         if size >= MAX_MESSAGE_SIZE:
             raise MessageTooLargeError(f"message of {size} bytes; C++ sends less than {MAX_MESSAGE_SIZE}")
@@ -233,6 +233,7 @@ class ZmqClient:
         )
 
     def _close_socket(self) -> None:
+        self.direct = 0
         if self._socket is not None:
             self._socket.close(0)
             self._socket = None
