@@ -53,6 +53,22 @@ static inline PyObject *ascii_text(const unsigned char *p, Py_ssize_t n)
     return s;
 }
 
+/* The string whose length is at *pos: its offset and length, *pos moved past it; 0 when the
+ * length or the string runs past the end. */
+static inline int next_string(const unsigned char *data, Py_ssize_t size, Py_ssize_t *pos, Py_ssize_t *at,
+                              Py_ssize_t *len)
+{
+    if (size - *pos < SIZE_T)
+        return 0;
+    const uint64_t n = read_size(data + *pos);
+    *at = *pos + SIZE_T;
+    if (n > (uint64_t)(size - *at))
+        return 0;
+    *len = (Py_ssize_t)n;
+    *pos = *at + *len;
+    return 1;
+}
+
 /* The field count written as decimal text without leading zeros, under COUNTS; -1 otherwise. */
 static int count_of(const unsigned char *p, uint64_t n)
 {
@@ -108,35 +124,18 @@ static PyObject *speedups_read_single(PyObject *module, PyObject *const *args, P
         if (data[i] & 0x80)
             Py_RETURN_NONE;
 
-    /* Lengths first, all checked before any object is made: (offset, length) of the key, then
-     * of each field and value. */
-    Py_ssize_t pos = start;
-    uint64_t n = read_size(data + pos);
-    pos += SIZE_T;
-    if (n > (uint64_t)(size - pos))
+    /* Lengths first, all checked before any object is made: the key, the field count, then
+     * each field and value. */
+    Py_ssize_t pos = start, key_at = 0, key_len = 0, count_at = 0, count_len = 0, at = 0, len = 0;
+    if (!next_string(data, size, &pos, &key_at, &key_len) || !next_string(data, size, &pos, &count_at, &count_len))
         Py_RETURN_NONE;
-    const Py_ssize_t key_at = pos, key_len = (Py_ssize_t)n;
-    pos += key_len;
-    if (size - pos < SIZE_T)
-        Py_RETURN_NONE;
-    n = read_size(data + pos);
-    pos += SIZE_T;
-    if (n > (uint64_t)(size - pos))
-        Py_RETURN_NONE;
-    const int fields = count_of(data + pos, n);
-    pos += (Py_ssize_t)n;
+    const int fields = count_of(data + count_at, (uint64_t)count_len);
     if (fields < 0 || read_size(data) != (uint64_t)fields + 2)
         Py_RETURN_NONE;
     const Py_ssize_t strings_at = pos;
-    for (int i = 0; i < 2 * fields; i++) {
-        if (size - pos < SIZE_T)
+    for (int i = 0; i < 2 * fields; i++)
+        if (!next_string(data, size, &pos, &at, &len))
             Py_RETURN_NONE;
-        n = read_size(data + pos);
-        pos += SIZE_T;
-        if (n > (uint64_t)(size - pos))
-            Py_RETURN_NONE;
-        pos += (Py_ssize_t)n;
-    }
     if (pos != size)
         Py_RETURN_NONE;
 
@@ -150,13 +149,11 @@ static PyObject *speedups_read_single(PyObject *module, PyObject *const *args, P
             goto fail;
         PyList_SET_ITEM(fvs, i, pair);
         for (int j = 0; j < 2; j++) {
-            Py_ssize_t len = (Py_ssize_t)read_size(data + pos);
-            pos += SIZE_T;
-            PyObject *s = ascii_text(data + pos, len);
+            next_string(data, size, &pos, &at, &len); /* checked above */
+            PyObject *s = ascii_text(data + at, len);
             if (s == NULL)
                 goto fail;
             PyTuple_SET_ITEM(pair, j, s);
-            pos += len;
         }
     }
     PyObject *key = ascii_text(data + key_at, key_len);
