@@ -327,7 +327,8 @@ _REVERSIONS = (
     " (acc, x) -> CASE WHEN NOT (acc.field <=> x.field)"
     " THEN named_struct('field', x.field, 'last', x.value, 'before', CAST(NULL AS BIGINT), 'n', acc.n)"
     " WHEN x.value = acc.last THEN acc"
-    " ELSE named_struct('field', x.field, 'last', x.value, 'before', acc.last, 'n', acc.n + IF(x.value = acc.before, 1, 0))"
+    " ELSE named_struct('field', x.field, 'last', x.value, 'before', acc.last,"
+    " 'n', acc.n + IF(x.value = acc.before, 1, 0))"
     " END, acc -> acc.n)"
 )
 
