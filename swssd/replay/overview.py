@@ -187,7 +187,8 @@ def parse_once(inputs: Inputs) -> tuple[Inputs, DataFrame]:
 
 
 def fill(inputs: Inputs) -> None:
-    """Parse the text into parse_once's cache, in a job of its own."""
+    """Parse the text into parse_once's cache, in a job of its own: scans of a cache not yet
+    filled, started together in one job, wait on the blocks another is parsing, holding task slots."""
     if inputs.lines is not None:
         inputs.lines.count()
 
