@@ -321,9 +321,9 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
     base = overview.base_columns(_filtered(parsed, args, args.db))
     try:
         tables_path, keys_path = out_path(args, "report/tables"), out_path(args, "report/keys")
+        overview.fill(inputs)
         keyed = overview.per_key(base).persist()
         try:
-            # the first job: it parses the inputs, filling the cache of the lines as it goes
             keys = _write(overview.key_figures(keyed), keys_path)
             tables = _write(overview.table_figures(keyed), tables_path).collect()
         finally:

@@ -4,8 +4,8 @@ The text is parsed once: the first job fills a cache (memory, then disk) of the 
 columns the figures need, events and rejected lines together (parse_once), so that writing the
 rejects is not a second parse; every figure is an aggregation over that cache. The per-key
 counts are a hash aggregation, as in `stats`; so are the flaps, which need order: each key's
-ops and each field's values are collected per key and field, and each such short list is sorted
-on its own (flap_counts), not every row of the capture.
+live records are collected per key, and each such short list is sorted on its own (flap_counts),
+not every row of the capture.
 
 Definitions (the README's "replay report" section says the same):
 
@@ -186,6 +186,13 @@ def parse_once(inputs: Inputs) -> tuple[Inputs, DataFrame]:
     return inputs, events
 
 
+def fill(inputs: Inputs) -> None:
+    """Parse the text into parse_once's cache, in a job of its own: scans of a cache not yet
+    filled, started together in one job, wait on the blocks another is parsing, holding task slots."""
+    if inputs.lines is not None:
+        inputs.lines.count()
+
+
 def release(inputs: Inputs) -> None:
     """Drop parse_once's cache."""
     if inputs.lines is not None:
@@ -289,59 +296,63 @@ def key_counts(base: DataFrame) -> DataFrame:
 
 
 # A live record: its key, its place in replay order (`ord` flattened), its op (0 SET, 1 DEL) and,
-# for a SET, its fields and their values as 64-bit hashes. Shuffled by key as one narrow row, then
-# split into a row for its op (field 0) and one a field (`pos`: the field's place in the record).
+# for a SET, its fields and their values as 64-bit hashes: one narrow row, shuffled by key.
 _LIVE_RECORD = [
     "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
     "ord.block AS block", "ord.line AS line", "CASE WHEN op = 'DEL' THEN 1L ELSE 0L END AS op_value",
     "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS fields",
     "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS values",
 ]
-_LIVE_ROWS = [
-    "us", "rotation", "file", "block", "line", "key_id",
-    "inline(concat(array(named_struct('field', 0L, 'value', op_value, 'pos', 0)),"
-    " transform(arrays_zip(fields, `values`), (z, i) -> named_struct('field', z.fields, 'value', z.`values`,"
-    " 'pos', i + 1))))",
-]
-# One op's or field's values, in replay order (a struct sorts by its members in turn, the value last).
-_SEQUENCE = "collect_list(named_struct('us', us, 'rotation', rotation, 'file', file, 'block', block," \
-    " 'line', line, 'pos', pos, 'value', value))"
-# The changes of a sequence (a value unlike the one before it) for the op (alternations), the
-# changes back to the value before the last change for a field (reversions). Fewer than two ops,
-# or three values of a field, have none: those are not sorted.
-_CHANGES = (
-    "CASE WHEN size(sequence) < IF(field = 0, 2, 3) THEN 0 ELSE aggregate(sort_array(sequence),"
-    " named_struct('last', CAST(NULL AS BIGINT), 'before', CAST(NULL AS BIGINT), 'n', 0),"
-    " (acc, x) -> CASE WHEN acc.last IS NULL THEN named_struct('last', x.value, 'before', acc.before, 'n', acc.n)"
+# A key's live records, in replay order once sorted (a struct sorts by its members in turn; the
+# order's five are unique per record, so the arrays after them are never compared).
+_RECORDS = (
+    "sort_array(collect_list(named_struct('us', us, 'rotation', rotation, 'file', file, 'block', block,"
+    " 'line', line, 'op', op_value, 'fields', fields, 'values', `values`)))"
+)
+# Every field value of the key's SETs, sorted by field, then record (its place in the sorted
+# list), then the field's place in the record: each field's values in replay order, one run a field.
+_FIELD_VALUES = (
+    "sort_array(flatten(transform(records, (r, i) -> transform(arrays_zip(r.fields, r.`values`),"
+    " (z, j) -> named_struct('field', z.fields, 'record', i, 'pos', j, 'value', z.`values`)))))"
+)
+# Alternations: the changes of the ops' sequence. Reversions: over each field's run, the changes
+# (a value unlike the one before it) back to the value before the last change.
+_ALTERNATIONS = (
+    "aggregate(records.op, named_struct('last', CAST(NULL AS BIGINT), 'n', 0),"
+    " (acc, x) -> named_struct('last', x, 'n', acc.n + IF(acc.last IS NOT NULL AND acc.last != x, 1, 0)),"
+    " acc -> acc.n)"
+)
+_REVERSIONS = (
+    "aggregate(field_values, named_struct('field', CAST(NULL AS BIGINT), 'last', CAST(NULL AS BIGINT),"
+    " 'before', CAST(NULL AS BIGINT), 'n', 0),"
+    " (acc, x) -> CASE WHEN NOT (acc.field <=> x.field)"
+    " THEN named_struct('field', x.field, 'last', x.value, 'before', CAST(NULL AS BIGINT), 'n', acc.n)"
     " WHEN x.value = acc.last THEN acc"
-    " ELSE named_struct('last', x.value, 'before', acc.last,"
-    " 'n', acc.n + IF(field = 0 OR x.value = acc.before, 1, 0)) END,"
-    " acc -> acc.n) END"
+    " ELSE named_struct('field', x.field, 'last', x.value, 'before', acc.last,"
+    " 'n', acc.n + IF(x.value = acc.before, 1, 0))"
+    " END, acc -> acc.n)"
 )
 
 
 def flap_counts(base: DataFrame) -> DataFrame:
     """key_id, alternations, reversions of the keys with a live record (module docstring): one
-    shuffle of a narrow row a record, then hash aggregations only (no sort of the rows).
+    shuffle of a narrow row a record, then one hash aggregation (no sort of the rows).
 
-    Each op's and field's values are collected per key in a hash map and sorted there, a list
-    of some hundred mostly ordered values (the shuffle keeps each file's order): a sort of every
-    row by key, field and the six columns of the order, as a window needs, took longer than the
-    rest of the report. Keys, fields and values are compared by their 64-bit hashes (xxhash64);
-    two different ones taken for one, or a field's hash taken for 0 (the op rows), have a chance
-    of about 2^-64."""
+    Each key's records are collected in a hash map and sorted there, a list of some hundred
+    mostly ordered records (the shuffle keeps each file's order); its ops and its fields' values
+    are then folded in order by higher-order functions. A sort of every row by key, field and the
+    six columns of the order, as a window needs, took longer than the rest of the report; a list
+    a key and field, longer than the rest of the per-key job (one list element an op or field
+    value: three times as many). Keys, fields and values are compared by their 64-bit hashes
+    (xxhash64); two different ones taken for one have a chance of about 2^-64."""
     records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
-    # By key, which is all the aggregations need, so there is no other shuffle; in more partitions
+    # By key, which is all the aggregation needs, so there is no other shuffle; in more partitions
     # than the session's few, so that each task's hash map fits beside the cache.
     partitions = FLAP_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
         "spark.sql.shuffle.partitions") or 1)
-    rows = records.repartition(partitions, "key_id").selectExpr(*_LIVE_ROWS)
-    sequences = rows.groupBy("key_id", "field").agg(F.expr(_SEQUENCE).alias("sequence"))
-    changes = sequences.selectExpr("key_id", "field = 0 AS is_op", f"{_CHANGES} AS n")
-    return changes.groupBy("key_id").agg(
-        F.expr("sum(IF(is_op, n, 0))").alias("alternations"),
-        F.expr("sum(IF(is_op, 0, n))").alias("reversions"),
-    )
+    per_key = records.repartition(partitions, "key_id").groupBy("key_id").agg(F.expr(_RECORDS).alias("records"))
+    return per_key.selectExpr("key_id", f"{_ALTERNATIONS} AS alternations", f"{_FIELD_VALUES} AS field_values") \
+        .selectExpr("key_id", "alternations", f"{_REVERSIONS} AS reversions")
 
 
 def per_key(base: DataFrame) -> DataFrame:

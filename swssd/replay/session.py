@@ -63,6 +63,9 @@ def session_settings(
         # would sort every row of the partition by key instead. Bounded, so that a partition with
         # very many keys still falls back to the sort (which spills) rather than run out of memory.
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
+        # A command's cache is filled once and read a few times: compressing its columns cost
+        # `replay report` about 9 % of its parse and saved 8 % of the memory (BENCHMARKS.md, issue 28).
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # What a replay writes (rejects hold captured lines verbatim, states hold the table's
         # values) is for the user who ran it, as the capture files (0600) are: files 0600, dirs 0700.
         "spark.hadoop.fs.permissions.umask-mode": "077",
