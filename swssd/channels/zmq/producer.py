@@ -57,15 +57,8 @@ class ZmqProducerStateTable(TableBase):
             self._updater.update(key, op, fvs)
 
     async def delete(self, key: str, op: str = DEL_COMMAND, prefix: str = "") -> None:
-        """Send the deletion of one entry (a one-change message without fields, as set())."""
-        client = self.client
-        data = self._send_one(client.direct, key, ())
-        if data is None:
-            client.sent += 1
-        elif not client.send_nowait(data):
-            await client.send_bytes(data)
-        if self._updater is not None:
-            self._updater.update(key, op, [])
+        """Send the deletion of one entry: set() without fields, which is a DEL on the wire."""
+        await self.set(key, [], op)
 
     async def set_many(self, entries: Iterable[SetEntry]) -> None:
         """Send many entries in one message (the C++ batched set): (key, fvs) pairs or
