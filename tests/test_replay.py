@@ -552,6 +552,30 @@ async def test_mixed_capture_matches_the_plain_python_fold(spark: SparkSession, 
     assert got.counts()["rejects"] == 0
 
 
+def test_gz_files_are_read_apart_first_each_in_a_task_of_its_own(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark packs files into tasks by their size on disk: rotated .gz files, small on disk and
+    large in text, shared one task that ran alone long after the others (inputs.read_groups)."""
+    from pyspark.sql import functions as F
+
+    paths = []
+    for host in ("sw1", "sw2", "sw3"):
+        records = [{**old_record(i, f"Ethernet{i % 7}", "SET", [["mtu", str(i)]], host=host),
+                    "ts": f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}.000000Z"} for i in range(3000)]
+        plain = write_jsonl(tmp_path / host / "swssd.capture.jsonl", records[1500:])
+        packed = tmp_path / host / "swssd.capture.jsonl.1.gz"
+        packed.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records[:1500]).encode()))
+        paths += [str(plain), str(packed)]
+    lines = load(spark, InputOptions(paths)).lines
+    assert lines is not None
+    parts = lines.groupBy(F.spark_partition_id().alias("p")).agg(
+        F.collect_set("source").alias("sources"), F.count(F.lit(1)).alias("n")).collect()
+    gz = sorted((r["p"], r["sources"]) for r in parts if any(s.endswith(".gz") for s in r["sources"]))
+    assert [len(sources) for _, sources in gz] == [1, 1, 1]  # one .gz file a task, alone
+    assert [p for p, _ in gz] == [0, 1, 2]  # and first
+    assert sum(r["n"] for r in parts) == 9000
+    assert state_of(spark, paths, hosts=["sw2"])[("APPL_DB", "PORT_TABLE")]["Ethernet0"] == {"mtu": "2996"}
+
+
 def test_an_input_matching_nothing_fails_before_spark_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

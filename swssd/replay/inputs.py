@@ -355,6 +355,24 @@ def _recorded_host(recorded: dict[str, str], q: Quote) -> str:
     return f"try_element_at(map({pairs}), regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), "
 
 
+#: files Spark reads whole, in one task each (a codec that cannot start mid-stream)
+UNSPLITTABLE_SUFFIXES = (".gz", ".deflate", ".zst", ".lz4", ".snappy")
+
+
+def read_groups(paths: Sequence[str]) -> list[list[str]]:
+    """The inputs as Spark should scan them: the compressed files that cannot be split first,
+    apart from the others.
+
+    Spark packs files into tasks by their size on disk, and a `.gz` file holds several times its
+    size in text: scanned with the others, a fleet's rotated `.gz` files shared one task, which
+    then ran alone for two thirds of the parse (BENCHMARKS.md, "The parse's tasks"). Scanned
+    apart, their small total size spreads them over `spark.sql.files.minPartitionNum` tasks (one
+    each, unless there are many), and being first they start first rather than last."""
+    packed = [p for p in paths if p.endswith(UNSPLITTABLE_SUFFIXES)]
+    plain = [p for p in paths if not p.endswith(UNSPLITTABLE_SUFFIXES)]
+    return [group for group in (packed, plain) if group]
+
+
 def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
     """The projections `load` builds, as SQL expression text, in order (no Spark needed: the
     command parses them while the JVM starts, see cli.py)."""
@@ -401,8 +419,10 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     long_lines = opts.long_lines or InputCheck(opts.paths, limit).long_lines
     # a line over the limit is skipped by Hadoop's reader, or reaches Spark cut at the limit plus
     # 3 bytes at the end of a split (readable.py): either way it is not read, and counted apart
-    lines = (spark.read.option(MAXLENGTH_OPTION, str(hadoop_max_length(limit))).text(list(opts.paths))
-             .where(f"octet_length(value) <= {int(limit)}"))
+    reader = spark.read.option(MAXLENGTH_OPTION, str(hadoop_max_length(limit)))
+    # the file's metadata taken from each scan: a union of scans has none of its own
+    lines = _union([reader.text(group).select("value", "_metadata") for group in read_groups(opts.paths)]).where(
+        f"octet_length(value) <= {int(limit)}")
     for projection in plan_texts(opts, utc_session, quoting(spark)):
         lines = lines.selectExpr(*projection)
     observation = Observation("replay_inputs")

@@ -52,6 +52,9 @@ def session_settings(
             # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
             # tasks per stage (and AQE does not coalesce a cached stage).
             settings["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 2))
+            # The text is read in about four tasks a core (inputs.read_groups): the default, one
+            # a core, leaves a core idle while the last, larger task runs.
+            settings["spark.sql.files.minPartitionNum"] = str(4 * (os.cpu_count() or 2))
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
     settings.update({
