@@ -1,4 +1,4 @@
-"""overview.flap_counts on events built by hand: the cases its hash aggregation must order and
+"""overview.per_key's flaps on events built by hand: the cases its hash aggregation must order and
 count as the module docstring defines flaps (equal timestamps ordered by file and line, a field
 twice in one SET, dead letters and notifications left out, the shortest sequences that flap), and
 seeded random keys against a plain-Python fold of the same events.
@@ -16,7 +16,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import spark  # noqa: F401 - spark is a fixture
-from swssd.replay.overview import base_columns, flap_counts
+from swssd.replay.overview import base_columns, per_key
 
 _SCHEMA = (
     "host STRING, db STRING, `table` STRING, `key` STRING, op STRING, fvs ARRAY<ARRAY<STRING>>, us BIGINT,"
@@ -36,12 +36,11 @@ def ev(key: str, us: int, op: str, fvs: list[tuple[str, str]] | None = None, *, 
 
 
 def flaps(spark: SparkSession, events: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:
-    """flap_counts of the events (given in any order), per key name."""
+    """per_key's alternations and reversions of the events (given in any order), per key name,
+    for the keys with a live record."""
     df = spark.createDataFrame(events, _SCHEMA).selectExpr(*_EVENTS)
-    names = {e[3] for e in events}
-    ids = {r["id"]: r["key"] for r in spark.createDataFrame([(n,) for n in names], "`key` STRING").selectExpr(
-        "`key`", "xxhash64('h1', 'APPL_DB', 'T', `key`) AS id").collect()}
-    return {ids[r["key_id"]]: (r["alternations"], r["reversions"]) for r in flap_counts(base_columns(df)).collect()}
+    return {r["key"]: (r["alternations"], r["reversions"]) for r in per_key(base_columns(df)).collect()
+            if r["events"] > r["dead_letters"]}
 
 
 def fold(events: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:

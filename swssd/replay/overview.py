@@ -3,9 +3,9 @@
 The text is parsed once: the first job fills a cache (memory, then disk) of the lines' parsed
 columns the figures need, events and rejected lines together (parse_once), so that writing the
 rejects is not a second parse; every figure is an aggregation over that cache. The per-key
-counts are a hash aggregation, as in `stats`; so are the flaps, which need order: each key's
-live records are collected per key, and each such short list is sorted on its own (flap_counts),
-not every row of the capture.
+figures are one hash aggregation after one shuffle by key (per_key): the counts as in `stats`,
+and the flaps, which need order: each key's live records are collected, and each such short
+list is sorted on its own, not every row of the capture.
 
 Definitions (the README's "replay report" section says the same):
 
@@ -275,40 +275,21 @@ def _table_labels(tables: list[Row]) -> dict[tuple[str, str], str]:
 
 
 _IS_RECORD = "NOT is_notification"
-FLAP_PARTITIONS_PER_SHUFFLE_PARTITION = 4
+_IS_LIVE = f"{_IS_RECORD} AND NOT dead_letter"
+KEY_PARTITIONS_PER_SHUFFLE_PARTITION = 4
 
-
-def key_counts(base: DataFrame) -> DataFrame:
-    """Per key (notifications' keys too): its events as `stats` counts them, and the notifications'
-    counts; a hash aggregation, as in `stats`."""
-    return base.groupBy(*KEY_COLUMNS).agg(
-        _count(_IS_RECORD).alias("events"),
-        _count(f"{_IS_RECORD} AND op = 'SET'").alias("sets"),
-        _count(f"{_IS_RECORD} AND op = 'DEL'").alias("dels"),
-        _count(f"{_IS_RECORD} AND dead_letter").alias("dead_letters"),
-        F.expr(f"min(CASE WHEN {_IS_RECORD} THEN us END)").alias("first_us"),
-        F.expr(f"max(CASE WHEN {_IS_RECORD} THEN us END)").alias("last_us"),
-        _count("is_notification").alias("notifications"),
-        _count("is_notification AND dead_letter").alias("notification_dead_letters"),
-        F.min("us").alias("any_first_us"),
-        F.max("us").alias("any_last_us"),
-    ).withColumn("key_id", F.expr("xxhash64(host, db, `table`, `key`)"))
-
-
-# A live record: its key, its place in replay order (`ord` flattened), its op (0 SET, 1 DEL) and,
-# for a SET, its fields and their values as 64-bit hashes: one narrow row, shuffled by key.
-_LIVE_RECORD = [
-    "xxhash64(host, db, `table`, `key`) AS key_id", "us", "ord.rotation AS rotation", "ord.file AS file",
-    "ord.block AS block", "ord.line AS line", "CASE WHEN op = 'DEL' THEN 1L ELSE 0L END AS op_value",
-    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS fields",
-    "CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END AS values",
-]
+# A live record, for the flaps: its place in replay order (`ord` flattened), its op (0 SET, 1 DEL)
+# and, for a SET, its fields and their values as 64-bit hashes; null for any other event.
+_LIVE_RECORD = (
+    f"CASE WHEN {_IS_LIVE} THEN named_struct('us', us, 'rotation', ord.rotation, 'file', ord.file,"
+    " 'block', ord.block, 'line', ord.line, 'op', CASE WHEN op = 'DEL' THEN 1L ELSE 0L END,"
+    " 'fields', CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[0])) ELSE CAST(array() AS ARRAY<BIGINT>) END,"
+    " 'values', CASE WHEN op = 'SET' THEN transform(fvs, p -> xxhash64(p[1])) ELSE CAST(array() AS ARRAY<BIGINT>) END)"
+    " END"
+)
 # A key's live records, in replay order once sorted (a struct sorts by its members in turn; the
 # order's five are unique per record, so the arrays after them are never compared).
-_RECORDS = (
-    "sort_array(collect_list(named_struct('us', us, 'rotation', rotation, 'file', file, 'block', block,"
-    " 'line', line, 'op', op_value, 'fields', fields, 'values', `values`)))"
-)
+_RECORDS = "sort_array(collect_list(record))"
 # Every field value of the key's SETs, sorted by field, then record (its place in the sorted
 # list), then the field's place in the record: each field's values in replay order, one run a field.
 _FIELD_VALUES = (
@@ -334,32 +315,45 @@ _REVERSIONS = (
 )
 
 
-def flap_counts(base: DataFrame) -> DataFrame:
-    """key_id, alternations, reversions of the keys with a live record (module docstring): one
-    shuffle of a narrow row a record, then one hash aggregation (no sort of the rows).
-
-    Each key's records are collected in a hash map and sorted there, a list of some hundred
-    mostly ordered records (the shuffle keeps each file's order); its ops and its fields' values
-    are then folded in order by higher-order functions. A sort of every row by key, field and the
-    six columns of the order, as a window needs, took longer than the rest of the report; a list
-    a key and field, longer than the rest of the per-key job (one list element an op or field
-    value: three times as many). Keys, fields and values are compared by their 64-bit hashes
-    (xxhash64); two different ones taken for one have a chance of about 2^-64."""
-    records = base.where(f"{_IS_RECORD} AND NOT dead_letter").selectExpr(*_LIVE_RECORD)
-    # By key, which is all the aggregation needs, so there is no other shuffle; in more partitions
-    # than the session's few, so that each task's hash map fits beside the cache.
-    partitions = FLAP_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
-        "spark.sql.shuffle.partitions") or 1)
-    per_key = records.repartition(partitions, "key_id").groupBy("key_id").agg(F.expr(_RECORDS).alias("records"))
-    return per_key.selectExpr("key_id", f"{_ALTERNATIONS} AS alternations", f"{_FIELD_VALUES} AS field_values") \
-        .selectExpr("key_id", "alternations", f"{_REVERSIONS} AS reversions")
-
-
 def per_key(base: DataFrame) -> DataFrame:
-    """Per key (notifications' keys too): key_counts with the flaps (0 for a key without a live record)."""
+    """Per key (notifications' keys too): its events as `stats` counts them, the notifications'
+    counts, and its flaps (module docstring; 0 for a key without a live record). One shuffle of
+    a narrow row an event, by key, then one hash aggregation (no sort of the rows).
+
+    The flaps need order: each key's live records are collected in the hash map and sorted
+    there, a list of some hundred mostly ordered records (the shuffle keeps each file's order);
+    its ops and its fields' values are then folded in order by higher-order functions. A sort of
+    every row by key, field and the six columns of the order, as a window needs, took longer
+    than the rest of the report; a list a key and field, longer than the rest of the per-key job
+    (one list element an op or field value: three times as many); counts and lists in two
+    shuffles joined after, 2 s more than this one (BENCHMARKS.md). Fields and values are
+    compared by their 64-bit hashes (xxhash64); two different ones taken for one have a chance
+    of about 2^-64."""
+    rows = base.selectExpr(
+        "xxhash64(host, db, `table`, `key`) AS key_id", *_KEYS, "is_notification", "dead_letter", "op", "us",
+        f"{_LIVE_RECORD} AS record",
+    )
+    # By key (the grouping's other columns follow from it, so there is no other shuffle), in
+    # more partitions than the session's few, so that each task's hash map fits beside the cache.
+    partitions = KEY_PARTITIONS_PER_SHUFFLE_PARTITION * int(base.sparkSession.conf.get(
+        "spark.sql.shuffle.partitions") or 1)
+    grouped = rows.repartition(partitions, "key_id").groupBy("key_id", *KEY_COLUMNS).agg(
+        _count(_IS_RECORD).alias("events"),
+        _count(f"{_IS_RECORD} AND op = 'SET'").alias("sets"),
+        _count(f"{_IS_RECORD} AND op = 'DEL'").alias("dels"),
+        _count(f"{_IS_RECORD} AND dead_letter").alias("dead_letters"),
+        F.expr(f"min(CASE WHEN {_IS_RECORD} THEN us END)").alias("first_us"),
+        F.expr(f"max(CASE WHEN {_IS_RECORD} THEN us END)").alias("last_us"),
+        _count("is_notification").alias("notifications"),
+        _count("is_notification AND dead_letter").alias("notification_dead_letters"),
+        F.min("us").alias("any_first_us"),
+        F.max("us").alias("any_last_us"),
+        F.expr(_RECORDS).alias("records"),
+    )
     return (
-        key_counts(base).join(flap_counts(base), "key_id", "left")
-        .fillna(0, subset=["alternations", "reversions"])
+        grouped.selectExpr("*", f"{_ALTERNATIONS} AS alternations", f"{_FIELD_VALUES} AS field_values")
+        .selectExpr("*", f"{_REVERSIONS} AS reversions")
+        .drop("key_id", "records", "field_values")
         .withColumn("flaps", F.col("alternations") + F.col("reversions"))
     )
 
