@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         UnknownNamespaceError,
     )
     from .fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
-    from .orch import Orch, Retry
+    from .orch import Orch, Retry, timer
     from .redis.connector import DBConnector
     from .redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
     from .runner import run
@@ -55,7 +55,7 @@ _MODULES = {
     ".fields": ("DEL_COMMAND", "SET_COMMAND", "FieldValues", "KeyOpFieldsValues"),
     ".channels.notification_consumer": ("Notification", "NotificationConsumer"),
     ".channels.notification_producer": ("NotificationProducer",),
-    ".orch": ("Orch", "Retry"),
+    ".orch": ("Orch", "Retry", "timer"),
     ".channels.producer_state_table": ("ProducerStateTable",),
     ".channels.producer_table": ("ProducerTable",),
     ".runner": ("run",),
@@ -109,6 +109,7 @@ __all__ = [
     "ZmqProducerStateTable",
     "ZmqServer",
     "run",
+    "timer",
 ]
 
 

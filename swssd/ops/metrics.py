@@ -1,6 +1,7 @@
 """The daemon's figures in Prometheus form, read from the daemon when scraped.
 
 Per table: popped, handled, retried, failed, dead-lettered, pending and a handler-latency
+histogram; per plugin timer: calls, failures, time-outs, skipped ticks, stalled and a duration
 histogram; per connection kind: reconnects; the event loop's lag and heartbeat; whether Redis
 answers and whether the daemon is serving. Nothing is counted twice on the hot path: the
 collector reads the workers' own counters at scrape time (in the endpoint's scrape thread, see
@@ -61,6 +62,32 @@ class TableFigures(Protocol):
     def without_progress(self) -> float: ...
 
 
+class TimerCounters(Protocol):
+    """A plugin timer's counters (swssd.orch.timers.TimerStats)."""
+
+    runs: int
+    failed: int
+    timed_out: int
+    skipped: int
+    seconds: float
+    #: calls per LATENCY_BUCKETS bucket, the last one past the largest bound
+    latency_counts: list[int]
+
+
+class TimerFigures(Protocol):
+    """One timer of one plugin (swssd.orch.timers.TimerRun)."""
+
+    @property
+    def orch_name(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def stats(self) -> TimerCounters: ...
+    @property
+    def stalled(self) -> bool: ...
+    def without_progress(self) -> float: ...
+
+
 class Reconnecting(Protocol):
     """A connection that counts how often it was re-established (the pub/sub reader)."""
 
@@ -104,6 +131,8 @@ class DaemonFigures(Protocol):
     def redis_up(self) -> bool: ...
     @property
     def serving(self) -> bool: ...
+    @property
+    def timer_runs(self) -> Sequence[TimerFigures]: ...
 
 
 class LoopProbe:
@@ -173,6 +202,7 @@ class DaemonCollector(Collector):
         reconnects.add_metric(["command"], d.command_reconnects)
         yield reconnects
         yield from _zmq_families(d)
+        yield from _timer_families(d)
         yield GaugeMetricFamily(
             "swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag
         )
@@ -182,9 +212,10 @@ class DaemonCollector(Collector):
             value=self.probe.heartbeat,
         )
         yield GaugeMetricFamily("swssd_redis_up", "1 while every Redis connection answers", value=float(d.redis_up))
-        ready = d.serving and all(w.alive and not w.stalled for w in list(d.workers))
+        ready = (d.serving and all(w.alive and not w.stalled for w in list(d.workers))
+                 and not any(t.stalled for t in list(d.timer_runs)))
         yield GaugeMetricFamily("swssd_ready", "1 once subscribed and the first drain is done, while every "
-                                "table's worker runs and none is stalled", value=float(ready))
+                                "table's worker runs and no table or timer is stalled", value=float(ready))
 
 
 def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
@@ -216,13 +247,48 @@ def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
         yield family
 
 
+def _timer_families(d: DaemonFigures) -> Iterator[Metric]:
+    """Per plugin timer: calls, failures, time-outs, skipped ticks, whether stalled, call durations."""
+    timers = list(d.timer_runs)
+    if not timers:
+        return
+    labels = ["orch", "timer"]
+    counters = [
+        (CounterMetricFamily("swssd_timer_runs", "Timer calls that ended, whatever their outcome", labels=labels),
+         "runs"),
+        (CounterMetricFamily("swssd_timer_failed", "Timer calls that raised (logged with the traceback)",
+                             labels=labels), "failed"),
+        (CounterMetricFamily("swssd_timer_timed_out", "Timer calls that ran past handler_timeout",
+                             labels=labels), "timed_out"),
+        (CounterMetricFamily("swssd_timer_skipped", "Timer ticks skipped because a call ran past them",
+                             labels=labels), "skipped"),
+    ]
+    stalled = GaugeMetricFamily("swssd_timer_stalled", "1 while one call of the timer has gone on past its "
+                                "stall_after", labels=labels)
+    latency = HistogramMetricFamily("swssd_timer_duration_seconds", "Duration of timer calls", labels=labels)
+    for run in timers:
+        key = [run.orch_name, run.name]
+        for family, attr in counters:
+            family.add_metric(key, getattr(run.stats, attr))
+        stalled.add_metric(key, float(run.stalled))
+        cumulative, buckets = 0, []
+        for bound, count in zip((*LATENCY_BUCKETS, float("inf")), run.stats.latency_counts):
+            cumulative += count
+            buckets.append((_bound(bound), cumulative))
+        latency.add_metric(key, buckets, run.stats.seconds)
+    for family, _ in counters:
+        yield family
+    yield stalled
+    yield latency
+
+
 def _bound(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 
 
 def health(daemon: DaemonFigures) -> tuple[bool, str]:
-    """What /health answers: healthy once serving, while Redis answers and every table's worker
-    runs and makes progress with its work."""
+    """What /health answers: healthy once serving, while Redis answers, every table's worker
+    runs and makes progress with its work, and no plugin timer's call is stuck."""
     workers = list(daemon.workers)
     dead = sorted(w.table for w in workers if not w.alive)
     if dead and daemon.serving:
@@ -232,6 +298,11 @@ def health(daemon: DaemonFigures) -> tuple[bool, str]:
         return False, "table stalled: " + "; ".join(
             f"{db} {table}: no handler call ended for {seconds:.0f} s with {pending} pending"
             for db, table, seconds, pending in sorted(stalled)
+        )
+    stuck = [(t.orch_name, t.name, t.without_progress()) for t in list(daemon.timer_runs) if t.stalled]
+    if stuck:
+        return False, "timer stalled: " + "; ".join(
+            f"{orch} {name}: one call has gone on for {seconds:.0f} s" for orch, name, seconds in sorted(stuck)
         )
     if not daemon.redis_up:
         return False, "Redis unreachable"

@@ -4,7 +4,7 @@ Layer rule: imports the base modules, `swssd.redis`, `swssd.channels`, `swssd.op
 `swssd.capture`; `orch/examples/` are plugins and use the public `swssd` API like any plugin.
 """
 
-from .orch import BatchOutcome, Orch, Retry
+from .orch import BatchOutcome, Orch, Retry, TimerSpec, timer
 from .pending import PendingMap
 
-__all__ = ["BatchOutcome", "Orch", "PendingMap", "Retry"]
+__all__ = ["BatchOutcome", "Orch", "PendingMap", "Retry", "TimerSpec", "timer"]

@@ -340,6 +340,18 @@ class TableConfig(_Section):
         return self._kind_explicit
 
 
+class TimerOverride(_Section):
+    """Per-plugin changes to one of its timers (`[orchs.timers.<name>]`, see swssd.orch.timers)."""
+
+    interval: Seconds | None = None
+    #: seconds up to which each call comes later than its tick, at random (at most the interval)
+    jitter: float | None = Field(None, ge=0, le=MAX_SECONDS, allow_inf_nan=False)
+    #: seconds from start to the first call (default: one interval)
+    first_delay: float | None = Field(None, ge=0, le=MAX_SECONDS, allow_inf_nan=False)
+    #: seconds one call may go on before the timer counts as stalled (default: [daemon] stall_after)
+    stall_after: Seconds | None = None
+
+
 class OrchConfig(_Section):
     """One plugin: where its class is, what it consumes, its own options."""
 
@@ -349,6 +361,8 @@ class OrchConfig(_Section):
     databases: list[str] = []
     options: dict[str, Any] = {}
     retry: RetryOverride = RetryOverride()
+    #: changes to the plugin's timers, by timer name
+    timers: dict[str, TimerOverride] = {}
 
     @property
     def display_name(self) -> str:

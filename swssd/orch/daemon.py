@@ -42,12 +42,13 @@ from .config import Config, TableConfig
 from .databases import RETRY_MAX, RETRY_MIN, Databases
 from .health import RedisHealth
 from .lease import InstanceLease
-from .orch import connector_key
+from .orch import TimerSpec, connector_key
 from .plugins import PluginError
 from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
 from .stall import stalled_tables, watch_stalls
 from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
+from .timers import TimerRun, Timers, resolve_timers
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
 log = structlog.get_logger("swssd.daemon")
@@ -94,6 +95,9 @@ class Daemon:
         self.health = RedisHealth(config, self.select, self.notifier, self.status_line, lambda: self.pending_count)
         #: one ZmqServer per endpoint of the zmq tables, serving all of that endpoint's tables
         self.zmq_servers: dict[str, ZmqServer] = {}
+        #: the plugins' periodic work (timers.py), started once ready, stopped before stop()
+        self.timers = Timers()
+        self.timers.on_crash = self._worker_done
 
     # -- control ------------------------------------------------------------------------
 
@@ -143,6 +147,11 @@ class Daemon:
         return sum(w.pending_count for w in self.workers)
 
     @property
+    def timer_runs(self) -> list[TimerRun]:
+        """Every plugin's timers (the metrics and /health read them)."""
+        return self.timers.runs
+
+    @property
     def redis_up(self) -> bool:
         """Whether the last pop worked, every pub/sub connection is up and Redis answers the probe."""
         return self.health.up
@@ -161,7 +170,8 @@ class Daemon:
         helpers: list[asyncio.Task[None]] = []
         # Not fed while a table's worker is dead or stalled: systemd restarts the daemon.
         self.notifier.start_watchdog(
-            healthy=lambda: self._stop.is_set() or all(w.alive and not w.stalled for w in self.workers)
+            healthy=lambda: self._stop.is_set() or (all(w.alive and not w.stalled for w in self.workers)
+                                                    and not self.timers.stalled())
         )
         self.notifier.status("starting")
         try:
@@ -234,9 +244,11 @@ class Daemon:
         for line in (*plugins.code_warnings(config), *config.timing_warnings()):
             log.warning(line)
         databases.load()
+        timer_specs: list[list[TimerSpec]] = []
         for i, oc in enumerate(config.orchs):
             orch = plugins.create(oc.plugin)
             self.runtimes.append(OrchRuntime(orch, config.retry_for(oc)))
+            timer_specs.append(resolve_timers(orch, oc, i, config))
             for j, db in enumerate(oc.databases):
                 databases.check_db(db, f"orchs.{i}.databases.{j}")
             for db in orch.databases:
@@ -248,8 +260,9 @@ class Daemon:
         self._lease_watchers.extend(asyncio.ensure_future(self._on_lease_lost(lease)) for lease in self._leases)
         if config.capture.enabled:  # after the leases: a refused second daemon writes no capture line
             self.capture = await start_capture(config)
-        for oc, rt in zip(config.orchs, self.runtimes):
+        for oc, rt, specs in zip(config.orchs, self.runtimes, timer_specs):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
+            self.timers.add(rt.orch, specs, rt.retry.handler_timeout, config.daemon.stall_after)
         for oc, rt in zip(config.orchs, self.runtimes):
             try:
                 await rt.orch.start()
@@ -267,6 +280,7 @@ class Daemon:
         # again and again while tasks stream through (BENCHMARKS.md, table library findings).
         gc.collect()
         gc.freeze()
+        self.timers.start()
         self.ready.set()
         log.info(
             "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),
@@ -435,12 +449,14 @@ class Daemon:
         self._stop.set()
         self.serving = False
         self.notifier.stopping()
+        self.timers.halt()
         for task in self._reconciling.values():  # no more reconciled entries; what is pending runs
             task.cancel()
         deadline = asyncio.get_running_loop().time() + self.config.daemon.shutdown_timeout
         if not self._force.is_set():
             await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)
         await finish_workers(self.workers, self._force, deadline, self.config.daemon.shutdown_timeout)
+        await self.timers.stop(deadline, self._force)
         await stop_plugins(self._started, deadline)
         for task in self._lease_watchers:
             task.cancel()

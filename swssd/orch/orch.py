@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
 import structlog
 from structlog.typing import FilteringBoundLogger
@@ -31,6 +34,57 @@ def connector_key(db_name: str, namespace: str = "") -> str:
     return f"{namespace}/{db_name}" if namespace else db_name
 
 
+#: The attribute `@timer` puts its TimerSpec in, on the decorated function.
+TIMER_ATTR = "__swssd_timer__"
+TimerMethod = TypeVar("TimerMethod", bound=Callable[..., Awaitable[None]])
+
+
+@dataclass(frozen=True)
+class TimerSpec:
+    """A timer as declared (or as the config overrides it). Seconds throughout; `first_delay`
+    None is one interval; `stall_after` None is [daemon] stall_after."""
+
+    name: str
+    interval: float
+    jitter: float = 0.0
+    first_delay: float | None = None
+    stall_after: float | None = None
+    #: the Orch method it calls
+    method: str = ""
+
+
+def timer(
+    interval: float, *, name: str | None = None, jitter: float = 0.0, first_delay: float | None = None
+) -> Callable[[TimerMethod], TimerMethod]:
+    """Declare an `async def` method of an Orch (taking only self) as periodic work, called every
+    `interval` seconds (`jitter`: up to that many seconds later each time; `first_delay`: the
+    first call after start, default one interval). `name` (default: the method's) is what the
+    config's `[orchs.timers.<name>]`, the logs and the `swssd_timer_*` metrics call it. The values
+    are checked by `swssd check` and at start."""
+
+    def mark(method: TimerMethod) -> TimerMethod:
+        checked: Callable[..., object] = method  # no narrowing of `method` by the check
+        if not inspect.iscoroutinefunction(checked):
+            raise TypeError(f"@timer needs an `async def` method, not {method!r}")
+        spec = TimerSpec(name or method.__name__, interval, jitter, first_delay, method=method.__name__)
+        setattr(method, TIMER_ATTR, spec)
+        return method
+
+    return mark
+
+
+def declared_timers(orch_class: type[Orch]) -> list[TimerSpec]:
+    """The timers a plugin class declares, its bases' included; a method overridden without
+    `@timer` is no timer any more."""
+    found: dict[str, TimerSpec | None] = {}
+    for klass in reversed(orch_class.__mro__):
+        for attr, value in vars(klass).items():
+            spec = getattr(value, TIMER_ATTR, None)
+            if isinstance(spec, TimerSpec) or attr in found:
+                found[attr] = spec if isinstance(spec, TimerSpec) else None
+    return [spec for spec in found.values() if spec is not None]
+
+
 class Orch:
     """Subclass it and implement `handle()` (or `handle_batch()`); README "Write a plugin" has a
     complete example, its test and its packaging.
@@ -53,6 +107,11 @@ class Orch:
         #: structlog logger bound with `orch=<name>`: keyword arguments become fields of the log line.
         self.log: FilteringBoundLogger = structlog.get_logger("swssd.orch").bind(orch=self.name)
         self._connectors: Mapping[str, DBConnector] = {}
+        #: True when the daemon takes part in warm restart ([warm_restart]) and this start is a
+        #: warm one (WarmStart::checkWarmStart's answer); set before start()
+        self.warm_start = False
+        #: set by reconcile_now(): the daemon reconciles without waiting for the rest of the timer
+        self.reconcile_asked = asyncio.Event()
 
     def attach(self, name: str, options: Mapping[str, Any], connectors: Mapping[str, DBConnector]) -> None:
         """Called by the daemon before start()."""
@@ -83,6 +142,22 @@ class Orch:
 
     async def stop(self) -> None:
         """Runs once at shutdown, after the last task was handled."""
+
+    async def restore(self, table: str, tasks: list[KeyOpFieldsValues]) -> None:
+        """A warm start only, after start() and before any task of any of the plugin's tables is
+        handled: entries that already existed in consumed `table`, as SETs with all their fields
+        (every entry exactly once, in one or more calls). Take them as the state the plugin had
+        (orchagent's bake()), not as changes to apply. Raising stops the daemon at start-up."""
+
+    async def reconcile(self) -> None:
+        """A warm start only, once the reconcile timer (CONFIG_DB `WARM_RESTART|<container>`
+        `<app>_timer`) expired or every plugin called reconcile_now(): remove what the restored
+        state had and the state since does not (stale routes, neighbours, counters)."""
+
+    def reconcile_now(self) -> None:
+        """Say the plugin has caught up after a warm start: the daemon reconciles once every
+        plugin said so, without waiting for the rest of the reconcile timer."""
+        self.reconcile_asked.set()
 
     async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
         """Apply one task of `table`. Raise Retry to keep it pending, anything else to fail it."""

@@ -12,6 +12,7 @@ import argparse
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
 from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
+from ..orch.timers import resolve_timers
 from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..schema import DATABASES
 
@@ -68,7 +69,9 @@ def check(config: Config) -> list[str]:
             databases.check(db, f"orchs.{i}.plugin", who=f"plugin {oc.display_name!r} asks for")
         tables = ", ".join(f"{t.namespace + '/' if t.namespace else ''}{t.db} {t.table} ({t.resolved_kind})"
                            for t in oc.tables)
-        lines.append(f"{oc.display_name}: {type(orch).__qualname__} consumes {tables}")
+        timers = resolve_timers(orch, oc, i, config)
+        every = "".join(f"; timer {t.name} every {t.interval:g} s" for t in timers)
+        lines.append(f"{oc.display_name}: {type(orch).__qualname__} consumes {tables}{every}")
         lines += [
             f"warning: orchs.{i}.tables.{j}: {t.db} {t.table} is a key-set table (kind \"state\"), but SONiC "
             f"writes {t.db} with plain hash writes, which never reach a key-set consumer: if that is how "
