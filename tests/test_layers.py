@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "swssd"
 
 #: Modules at the package root that everything may use: they import only each other.
-BASE = {"errors", "fields", "names", "schema", "backoff", "lua"}
+BASE = {"errors", "fields", "names", "schema", "backoff", "lua", "warm_restart"}
 #: The entry points on top: the public facade (swssd/__init__.py), the command line, and the
 #: example plugins, which use the public API as any plugin does. They may import anything.
 TOP = {"", "cli", "console", "runner", "orch.examples"}

@@ -1,5 +1,6 @@
 """WarmStart: an application's warm-restart state in STATE_DB and its timer in CONFIG_DB, as the
-C++ class keeps them (one instance per process, initialize() once).
+C++ class keeps them (one instance per process, initialize() once). The records' names and rules
+are swssd.warm_restart's, which the daemon follows too.
 
 getWarmStartState(app_name) returns the state: the C++ fills an output argument that SWIG leaves
 unusable from Python.
@@ -7,12 +8,12 @@ unusable from Python.
 
 from __future__ import annotations
 
+from .. import warm_restart as rules
 from .dbconnector import DBConnector
-from .schema import CFG_WARM_RESTART_TABLE_NAME, STATE_WARM_RESTART_ENABLE_TABLE_NAME, STATE_WARM_RESTART_TABLE_NAME
 from .table import Table
 
 #: the C++ MAXIMUM_WARMRESTART_TIMER_VALUE
-MAXIMUM_WARMRESTART_TIMER_VALUE = 9999
+MAXIMUM_WARMRESTART_TIMER_VALUE = rules.MAXIMUM_TIMER
 
 
 class WarmStart:
@@ -22,8 +23,8 @@ class WarmStart:
     CHECK_IGNORED, CHECK_PASSED, CHECK_FAILED = range(3)
     STAGE_SHUTDOWN, STAGE_RESTORE = range(2)
 
-    STATE_NAMES = ("initialized", "restored", "replayed", "reconciled", "disabled", "unknown")
-    CHECK_NAMES = ("ignored", "passed", "failed")
+    STATE_NAMES = rules.STATE_NAMES
+    CHECK_NAMES = rules.CHECK_NAMES
 
     _instance: WarmStart | None = None
 
@@ -48,9 +49,9 @@ class WarmStart:
             return
         state_db = DBConnector("STATE_DB", db_timeout, isTcpConn)
         cfg_db = DBConnector("CONFIG_DB", db_timeout, isTcpConn)
-        self._state_enable = Table(state_db, STATE_WARM_RESTART_ENABLE_TABLE_NAME)
-        self._state = Table(state_db, STATE_WARM_RESTART_TABLE_NAME)
-        self._cfg = Table(cfg_db, CFG_WARM_RESTART_TABLE_NAME)
+        self._state_enable = Table(state_db, rules.ENABLE_TABLE)
+        self._state = Table(state_db, rules.STATE_TABLE)
+        self._cfg = Table(cfg_db, rules.CONFIG_TABLE)
 
     @staticmethod
     def _tables() -> tuple[Table, Table, Table]:
@@ -65,21 +66,17 @@ class WarmStart:
         record, which is then incremented); a cold start records restore_count 0."""
         self = WarmStart.getInstance()
         enable, state, _ = WarmStart._tables()
-        if enable.hget("system", "enable")[1] == "true":
-            self._enabled = self._system_enabled = True
-        if enable.hget(docker_name, "enable")[1] == "true":
-            self._enabled = True
-        if not self._enabled:
-            state.hset(app_name, "restore_count", "0")
-            return False
-        count = state.hget(app_name, "restore_count")[1]
-        if count == "":
-            self._enabled = self._system_enabled = False
-            state.hset(app_name, "restore_count", "0")
-            return False
-        if incr_restore_cnt:
-            state.hset(app_name, "restore_count", str(int(count) + 1))
-        return True
+        on, system_on = rules.knobs(enable.hget(rules.SYSTEM_KEY, rules.ENABLE_FIELD)[1],
+                                    enable.hget(docker_name, rules.ENABLE_FIELD)[1])
+        # as in C++, a knob seen on stays on for the process until a start falls back to cold
+        self._enabled |= on
+        self._system_enabled |= system_on
+        count = state.hget(app_name, rules.RESTORE_COUNT_FIELD)[1] if self._enabled else None
+        check = rules.check_warm_start(self._enabled, self._system_enabled, count, incr_restore_cnt)
+        self._enabled, self._system_enabled = check.warm, check.system
+        if check.restore_count is not None:
+            state.hset(app_name, rules.RESTORE_COUNT_FIELD, check.restore_count)
+        return check.warm
 
     @staticmethod
     def isWarmStart() -> bool:
@@ -92,36 +89,26 @@ class WarmStart:
     @staticmethod
     def getWarmStartTimer(app_name: str, docker_name: str) -> int:
         """The `<app>_timer` of the docker's WARM_RESTART entry; 0 when unset or out of range."""
-        value = WarmStart._tables()[2].hget(docker_name, f"{app_name}_timer")[1]
-        try:
-            seconds = int(value, 0)
-        except ValueError:
-            return 0
-        return seconds if 0 < seconds <= MAXIMUM_WARMRESTART_TIMER_VALUE else 0
+        return rules.timer_seconds(WarmStart._tables()[2].hget(docker_name, f"{app_name}_timer")[1])
 
     @staticmethod
     def getWarmStartState(app_name: str) -> int:
         """RECONCILED on a cold start, else the recorded state (WSUNKNOWN when none)."""
         if not WarmStart.isWarmStart():
             return WarmStart.RECONCILED
-        recorded = WarmStart._tables()[1].hget(app_name, "state")[1]
-        names = WarmStart.STATE_NAMES
-        return names.index(recorded) if recorded in names else WarmStart.WSUNKNOWN
+        return rules.state_of(WarmStart._tables()[1].hget(app_name, rules.STATE_FIELD)[1])
 
     @staticmethod
     def setWarmStartState(app_name: str, state: int) -> None:
-        WarmStart._tables()[1].hset(app_name, "state", WarmStart.STATE_NAMES[state])
-
-    @staticmethod
-    def _check_field(stage: int) -> str:
-        return "shutdown_check" if stage == WarmStart.STAGE_SHUTDOWN else "restore_check"
+        WarmStart._tables()[1].hset(app_name, rules.STATE_FIELD, WarmStart.STATE_NAMES[state])
 
     @staticmethod
     def setDataCheckState(app_name: str, stage: int, state: int) -> None:
-        WarmStart._tables()[1].hset(app_name, WarmStart._check_field(stage), WarmStart.CHECK_NAMES[state])
+        field = rules.check_field(stage == WarmStart.STAGE_SHUTDOWN)
+        WarmStart._tables()[1].hset(app_name, field, WarmStart.CHECK_NAMES[state])
 
     @staticmethod
     def getDataCheckState(app_name: str, stage: int) -> int:
-        recorded = WarmStart._tables()[1].hget(app_name, WarmStart._check_field(stage))[1]
+        recorded = WarmStart._tables()[1].hget(app_name, rules.check_field(stage == WarmStart.STAGE_SHUTDOWN))[1]
         names = WarmStart.CHECK_NAMES
         return names.index(recorded) if recorded in names else WarmStart.CHECK_IGNORED

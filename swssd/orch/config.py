@@ -426,6 +426,24 @@ class DaemonConfig(_Section):
     zmq_receive_hwm: int = Field(16, ge=2, le=100_000)
 
 
+#: The reconcile timer when CONFIG_DB `WARM_RESTART|<container>` has no `<app>_timer`: SONiC's
+#: routing default (fpmsyncd's and bgp's 120 s).
+DEFAULT_RECONCILE_TIMER = 120.0
+
+
+class WarmRestartConfig(_Section):
+    """The daemon's part in SONiC's warm restart (swssd.orch.warm_restart): its records are
+    STATE_DB `WARM_RESTART_TABLE|<app>`, its knob `WARM_RESTART_ENABLE_TABLE|<container>` (or
+    `|system`), its reconcile timer CONFIG_DB `WARM_RESTART|<container>` `<app>_timer`."""
+
+    #: the application name SONiC's tools show (`show warm_restart state`)
+    app: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    #: the container (docker) whose knob and timers apply
+    container: str = Field("swss", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    #: seconds from `restored` to reconcile when CONFIG_DB sets no `<app>_timer`
+    default_timer: Seconds = DEFAULT_RECONCILE_TIMER
+
+
 class Config(_Section):
     """The whole file."""
 
@@ -435,6 +453,8 @@ class Config(_Section):
     capture: CaptureConfig = CaptureConfig()
     metrics: MetricsConfig = MetricsConfig()
     daemon: DaemonConfig = DaemonConfig()
+    #: taking part in SONiC's warm restart; absent: the daemon does not
+    warm_restart: WarmRestartConfig | None = None
     #: directories searched for plugin modules after the config file's own (relative to it),
     #: in order, before PYTHONPATH and installed packages
     plugin_path: list[Path] = []

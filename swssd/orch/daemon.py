@@ -49,6 +49,7 @@ from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left,
 from .stall import stalled_tables, watch_stalls
 from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
 from .timers import TimerRun, Timers, resolve_timers
+from .warm_restart import WarmRestart
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
 log = structlog.get_logger("swssd.daemon")
@@ -98,6 +99,8 @@ class Daemon:
         #: the plugins' periodic work (timers.py), started once ready, stopped before stop()
         self.timers = Timers()
         self.timers.on_crash = self._worker_done
+        #: the daemon's part in SONiC's warm restart ([warm_restart]; warm_restart.py)
+        self.warm: WarmRestart | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -260,6 +263,8 @@ class Daemon:
         self._lease_watchers.extend(asyncio.ensure_future(self._on_lease_lost(lease)) for lease in self._leases)
         if config.capture.enabled:  # after the leases: a refused second daemon writes no capture line
             self.capture = await start_capture(config)
+        if config.warm_restart is not None:
+            await self._check_warm_start(config)
         for oc, rt, specs in zip(config.orchs, self.runtimes, timer_specs):
             rt.orch.attach(oc.display_name, oc.options, self.connectors)
             self.timers.add(rt.orch, specs, rt.retry.handler_timeout, config.daemon.stall_after)
@@ -276,6 +281,8 @@ class Daemon:
             for t in oc.tables:
                 await self._add_table(rt, t)
         await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers if w not in self._reconciling))
+        if self.warm is not None:
+            await self.warm.started(self.runtimes, self._start_worker, self._worker_done)
         # What start-up built lives as long as the daemon: keep the cyclic GC from scanning it
         # again and again while tasks stream through (BENCHMARKS.md, table library findings).
         gc.collect()
@@ -286,6 +293,21 @@ class Daemon:
             "ready", orchs=[rt.orch.name for rt in self.runtimes], tables=len(self.workers),
             pending=self.pending_count, reconciling=sum(not t.done() for t in self._reconciling.values()),
         )
+
+    async def _check_warm_start(self, config: Config) -> None:
+        """WarmStart::checkWarmStart before the plugins start: they learn whether it is warm."""
+        assert config.warm_restart is not None
+        for name in ("STATE_DB", "CONFIG_DB"):
+            if name not in self.connectors:
+                self.connectors[name] = await self.databases.connect(name, "")
+        self.warm = WarmRestart(config.warm_restart, self.connectors["STATE_DB"], self.connectors["CONFIG_DB"],
+                                self.databases.while_unreachable)
+        warm = await self.warm.check()
+        for rt in self.runtimes:
+            rt.orch.warm_start = warm
+
+    def _start_worker(self, worker: TableWorker) -> None:
+        worker.start().add_done_callback(self._worker_done)
 
     async def _on_lease_lost(self, lease: InstanceLease) -> None:
         """Another process popping under our name would take our batches: stop (exit 1)."""
@@ -312,7 +334,12 @@ class Daemon:
             worker.pending_bytes = self.config.daemon.zmq_buffer_bytes
         self.workers.append(worker)
         self._by_table[consumer] = worker
-        worker.start().add_done_callback(self._worker_done)
+        warm = self.warm
+        restoring = warm is not None and warm.restoring
+        if warm is not None and restoring:
+            warm.hold(worker)  # no task runs before the restore
+        else:
+            self._start_worker(worker)
         if kind in ("state", "queue"):
             stats = worker.stats
             source = ReliablePop(
@@ -322,7 +349,7 @@ class Daemon:
             self.reliable[worker] = source
             worker.on_progress = source.progress
             await self.databases.while_unreachable(lambda: take_over(worker, source), db_name)
-        if tc.reconcile:
+        if tc.reconcile and not restoring:  # on a warm start restore() gets the entries instead
             task = asyncio.ensure_future(self._reconcile_then_subscribe(worker, db))
             task.add_done_callback(self._worker_done)  # failing there is a crash, as a worker's
             self._reconciling[worker] = task
@@ -457,6 +484,8 @@ class Daemon:
             await self._settle_prefetched(self.config.daemon.shutdown_timeout / 2)
         await finish_workers(self.workers, self._force, deadline, self.config.daemon.shutdown_timeout)
         await self.timers.stop(deadline, self._force)
+        if self.warm is not None:
+            await self.warm.close()
         await stop_plugins(self._started, deadline)
         for task in self._lease_watchers:
             task.cancel()
