@@ -9,7 +9,9 @@ queue table's entries with what waited in its channel applied, a subscriber tabl
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -246,3 +248,91 @@ async def test_plugins_asking_reconcile_early_and_a_knob_without_a_record(
             assert not kinds(ours, "handle") and len(kinds(ours, "reconcile")) == 1
         else:
             assert not kinds(ours, "restore") and [n[2] for n in kinds(ours, "handle")] == ["r1"]
+
+
+async def test_nothing_lost_or_handled_twice_across_a_warm_restart_under_a_steady_producer(
+    clean_redis: EmbeddedRedis, db: DBConnector, state_db: redis.Redis, tmp_path: Path
+) -> None:
+    """A producer writes `v<seq>` values without pause through a SIGTERM, the time the daemon is
+    down and the warm start. Per key and field, the values the warm run sees (restored, then
+    handled) only advance and end at the producer's last; none handled by the cold run is handled
+    again; and the cold run's handled values never run ahead of what was restored."""
+    record = tmp_path / "notes.jsonl"
+    config = write_config(tmp_path, clean_redis, {
+        "warm_restart": {"app": APP, "container": CONTAINER, "default_timer": 1},
+        "orchs": [{"plugin": "warm_plugins:WarmRecordingOrch", "name": "warm",
+                   "tables": [{"db": "APPL_DB", "table": "WR_FLOW", "pop_batch_size": 16}],
+                   "options": {"record": str(record)}}],
+    })
+    producer = ProducerStateTable(db, "WR_FLOW")
+    last: dict[str, int] = {}
+    seq = 0
+
+    async def produce(seconds: float) -> None:
+        nonlocal seq
+        until = asyncio.get_running_loop().time() + seconds
+        while asyncio.get_running_loop().time() < until:
+            key = f"k{seq % 97}"
+            if seq % 31 == 30:
+                await producer.delete(key)
+                last.pop(key, None)
+            else:
+                await producer.set(key, [("f", f"v{seq}")])
+                last[key] = seq
+            seq += 1
+            if seq % 50 == 0:
+                await asyncio.sleep(0.005)
+
+    daemon = DaemonProcess(config, tmp_path / "log1")
+    try:
+        daemon.wait_ready()
+        await produce(1.5)
+        daemon.signal(signal.SIGTERM)
+        await produce(0.5)  # on through the shutdown
+        assert await asyncio.to_thread(daemon.wait, 30) == 0
+    finally:
+        daemon.kill()
+    cold_end = len(notes(record))
+    state_db.hset("WARM_RESTART_ENABLE_TABLE|system", "enable", "true")
+    await produce(0.5)  # while down
+    daemon = DaemonProcess(config, tmp_path / "log2")
+    try:
+        started = asyncio.ensure_future(produce(1.0))  # on through the warm start
+        await asyncio.to_thread(daemon.wait_ready)
+        await started
+        await produce(1.0)  # and after it
+        assert wait_until(lambda: state_db.hget(RECORD, "state") == "reconciled", 20)
+        expected = {k: f"v{s}" for k, s in last.items()}
+
+        def caught_up() -> bool:
+            known: dict[str, str] = {}
+            for n in notes(record)[cold_end:]:
+                if n[0] in ("restore", "handle"):
+                    if n[3] == "DEL":
+                        known.pop(n[2], None)
+                    else:
+                        known[n[2]] = dict(n[4])["f"]
+            return known == expected
+
+        assert wait_until(caught_up, 20), "the warm run's view never matched what was produced"
+        assert daemon.stop() == 0
+    finally:
+        daemon.kill()
+    cold, warm = notes(record)[:cold_end], notes(record)[cold_end:]
+    cold_handled = {(n[2], dict(n[4])["f"]) for n in kinds(cold, "handle") if n[3] == "SET"}
+    warm_handled = [(n[2], dict(n[4])["f"]) for n in kinds(warm, "handle") if n[3] == "SET"]
+    assert cold_handled and warm_handled and kinds(warm, "restore")
+    assert not cold_handled & set(warm_handled), "a change handled by both runs"
+    assert len(warm_handled) == len(set(warm_handled)), "a change handled twice"
+    seen: dict[str, int] = {}
+    for n in warm:  # restored values first, then handled ones: per key they only advance
+        if n[0] in ("restore", "handle") and n[3] == "SET":
+            value = int(dict(n[4])["f"][1:])
+            assert value > seen.get(n[2], -1), (n, seen.get(n[2]))
+            seen[n[2]] = value
+    newest_cold: dict[str, int] = {}
+    for key, value in cold_handled:
+        newest_cold[key] = max(newest_cold.get(key, -1), int(value[1:]))
+    restored = {n[2]: int(dict(n[4])["f"][1:]) for n in kinds(warm, "restore")}
+    for key, value in restored.items():  # what the cold run handled last is restored, or newer
+        assert value >= newest_cold.get(key, -1), key
