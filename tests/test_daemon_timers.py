@@ -20,7 +20,7 @@ from pathlib import Path
 from daemon_harness import DaemonProcess, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
-from test_daemon_ops import scrape
+from test_daemon_ops import scrape, swssd
 from test_daemon_stall import gauge, health
 
 Note = tuple[str, str, float]
@@ -84,15 +84,16 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
         tick = [start for start, _ in calls(notes, "tick") if loaded_from <= start <= loaded_until]
         gaps = [b - a for a, b in itertools.pairwise(tick)]
         assert len(tick) >= 10, tick  # 0.2 s over 3 s of load: about 15 calls, not one a second
-        assert max(gaps) < 0.6, gaps  # late under load, but never a missed second
-        assert 0.15 < sum(gaps) / len(gaps) < 0.3, gaps
+        assert max(gaps) < 0.9, gaps  # late under load, but never a missed second
+        assert 0.15 < sum(gaps) / len(gaps) < 0.35, gaps
         slow = calls(notes, "slow")
         assert len(slow) >= 5 and all(end is None or end >= start for start, end in slow)  # calls() checks overlap
         flaky = calls(notes, "flaky")
         raised = sum(what == "raise" for timer, what, _ in notes if timer == "flaky")
         assert raised >= 5 and len(flaky) >= 2 * raised - 1  # it goes on after each exception
         text = scrape(port)
-        assert abs((timer_metric(text, "swssd_timer_failed_total", "flaky") or 0) - raised) <= 1  # a call between reads
+        raised_after = sum(what == "raise" for timer, what, _ in read_notes(notes_path) if timer == "flaky")
+        assert raised <= (timer_metric(text, "swssd_timer_failed_total", "flaky") or 0) <= raised_after
         assert (timer_metric(text, "swssd_timer_skipped_total", "slow") or 0) >= 5
         assert (timer_metric(text, "swssd_timer_runs_total", "tick") or 0) >= 10
         failed_lines = daemon.events("timer failed")
@@ -111,8 +112,11 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
         assert gauge(text, "swssd_ready") == 0.0
         assert timer_metric(text, "swssd_timer_stalled", "tick") == 0.0
         assert daemon.events("timer stalled: one call has gone on past stall_after")
+        status = swssd("status", "--metrics-url", f"127.0.0.1:{port}")
+        assert status.returncode == 1 and "timer stalled" in status.stdout + status.stderr, status
+        assert "timers stuck" in status.stdout + status.stderr, status
         ticks_while_stuck = len(calls(read_notes(notes_path), "tick"))
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(1.0)
         assert len(calls(read_notes(notes_path), "tick")) > ticks_while_stuck  # the other timers go on
         release.touch()
         assert wait_until(lambda: health(port)[0] == 200, 10.0), health(port)

@@ -87,6 +87,8 @@ class Snapshot:
     tables: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     scalars: dict[str, float] = field(default_factory=dict)
     reconnects: dict[str, float] = field(default_factory=dict)
+    #: per plugin timer (orch, timer): its figures, `timer_` and `_total` cut from their names
+    timers: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
 
 
 def parse(text: str) -> Snapshot:
@@ -107,6 +109,9 @@ def parse(text: str) -> Snapshot:
                     row["latency_count"] = sample.value
                 elif name == "table_stalled":
                     row["stalled"] = sample.value
+            elif "timer" in sample.labels:
+                column = name.removeprefix("timer_").removesuffix("_total")
+                snap.timers[(sample.labels.get("orch", ""), sample.labels["timer"])][column] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -126,7 +131,10 @@ def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | No
     stalled = [f"{db} {table}" for (db, table), row in sorted(snap.tables.items()) if row.get("stalled", 0.0) >= 1.0]
     if stalled:
         found.append("table stalled (work pending, no handler call ended for its stall_after): " + ", ".join(stalled))
-    elif not ready:
+    stuck = [f"{orch} {name}" for (orch, name), row in sorted(snap.timers.items()) if row.get("stalled", 0.0) >= 1.0]
+    if stuck:
+        found.append("timer stalled (one call has gone on past its stall_after): " + ", ".join(stuck))
+    if not ready and not stalled and not stuck:
         found.append("not ready (still starting or stopping)")
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     if lag > max_lag:
