@@ -13,6 +13,8 @@ import redis
 
 from compat_fixtures import sonic_db_config
 from swssd import warm_restart as rules
+from swssd.errors import ConfigError
+from swssd.orch.config import config_from_dict
 from swssd.redis.embedded_redis import EmbeddedRedis
 from test_configdb_interop import _env_file, _swsscommon_env
 
@@ -64,3 +66,22 @@ def test_the_binding_reads_the_timer_alike(clean_redis: EmbeddedRedis, sonic_db_
         pytest.skip(f"swsscommon's binding not importable: {done.stderr.strip().splitlines()[-1]}")
     assert done.returncode == 0, done.stderr
     assert ast.literal_eval(done.stdout.strip().splitlines()[-1]) == EXPECTED
+
+
+@pytest.mark.parametrize(("section", "field"), [
+    ({"app": "two words"}, "warm_restart.app"),
+    ({"container": "swss"}, "warm_restart.app"),
+    ({"app": "a", "default_timer": 0}, "warm_restart.default_timer"),
+    ({"app": "a", "timer": 5}, "warm_restart.timer"),
+])
+def test_warm_restart_config_mistakes_name_the_field(section: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({"warm_restart": section, "orchs": [{"plugin": "x:Y", "tables": [{"table": "T"}]}]})
+    assert err.value.field == field
+
+
+def test_warm_restart_config_defaults() -> None:
+    orchs = [{"plugin": "x:Y", "tables": [{"table": "T"}]}]
+    config = config_from_dict({"warm_restart": {"app": "routes"}, "orchs": orchs})
+    assert config.warm_restart is not None
+    assert (config.warm_restart.container, config.warm_restart.default_timer) == ("swss", 120.0)

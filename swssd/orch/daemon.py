@@ -298,6 +298,7 @@ class Daemon:
         """WarmStart::checkWarmStart before the plugins start: they learn whether it is warm."""
         assert config.warm_restart is not None
         for name in ("STATE_DB", "CONFIG_DB"):
+            self.databases.check_db(name, "warm_restart", "warm restart's records need")
             if name not in self.connectors:
                 self.connectors[name] = await self.databases.connect(name, "")
         self.warm = WarmRestart(config.warm_restart, self.connectors["STATE_DB"], self.connectors["CONFIG_DB"],

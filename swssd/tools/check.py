@@ -59,6 +59,10 @@ def check(config: Config) -> list[str]:
     databases = _Databases(config)
     lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config),
                                                  *config.timing_warnings())]
+    if config.warm_restart is not None:
+        for name in ("STATE_DB", "CONFIG_DB"):
+            databases.check(name, "warm_restart", who="warm restart's records need")
+        lines.append(f"warm restart: app {config.warm_restart.app!r}, container {config.warm_restart.container!r}")
     for i, oc in enumerate(config.orchs):
         for j, t in enumerate(oc.tables):
             databases.check(t.db, f"orchs.{i}.tables.{j}.db", t.namespace)
