@@ -20,8 +20,8 @@ from pathlib import Path
 from daemon_harness import DaemonProcess, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
-from test_daemon_ops import scrape, swssd
-from test_daemon_stall import gauge, health
+from test_daemon_ops import NotifySocket, scrape, swssd
+from test_daemon_stall import gauge, health, pings
 
 Note = tuple[str, str, float]
 
@@ -66,7 +66,13 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
             "timers": {"tick": {"interval": 0.2}, "stuck": {"stall_after": 1.5}},
         }],
     })
-    daemon = DaemonProcess(config, tmp_path / "log")
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = DaemonProcess(config, tmp_path / "log", env={"NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"})
+
+    def answer() -> int:
+        notify.drain()  # an unread notify socket would block the daemon's sendto, as systemd's never does
+        return health(port)[0]
+
     try:
         daemon.wait_ready()
         # Load: a producer keeps the daemon's table busy for about 3 s.
@@ -79,6 +85,7 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
             written += 200
         loaded_until = time.time()
         await asyncio.sleep(0.3)
+        notify.drain()
 
         notes = read_notes(notes_path)
         tick = [start for start, _ in calls(notes, "tick") if loaded_from <= start <= loaded_until]
@@ -104,7 +111,7 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
 
         # A call that swallows handler_timeout's cancellation: a stall once it has gone on 1.5 s.
         hang.touch()
-        assert wait_until(lambda: health(port)[0] == 503, 10.0), health(port)
+        assert wait_until(lambda: answer() == 503, 10.0), health(port)
         body = health(port)[1]
         assert "timer stalled" in body and "timers stuck" in body, body
         text = scrape(port)
@@ -116,10 +123,14 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
         assert status.returncode == 1 and "timer stalled" in status.stdout + status.stderr, status
         assert "timers stuck" in status.stdout + status.stderr, status
         ticks_while_stuck = len(calls(read_notes(notes_path), "tick"))
+        since = len(notify.drain())
         await asyncio.sleep(1.0)
         assert len(calls(read_notes(notes_path), "tick")) > ticks_while_stuck  # the other timers go on
+        assert pings(notify, since) == 0  # no systemd watchdog ping while stalled
         release.touch()
-        assert wait_until(lambda: health(port)[0] == 200, 10.0), health(port)
+        assert wait_until(lambda: answer() == 200, 10.0), health(port)
+        since = len(notify.drain())
+        assert wait_until(lambda: pings(notify, since) >= 2, 5.0)  # pinged again
         assert timer_metric(scrape(port), "swssd_timer_timed_out_total", "stuck") == 1.0
         assert daemon.events("timer progressing again")
 
