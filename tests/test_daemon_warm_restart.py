@@ -336,3 +336,29 @@ async def test_nothing_lost_or_handled_twice_across_a_warm_restart_under_a_stead
     restored = {n[2]: int(dict(n[4])["f"][1:]) for n in kinds(warm, "restore")}
     for key, value in restored.items():  # what the cold run handled last is restored, or newer
         assert value >= newest_cold.get(key, -1), key
+
+
+async def test_redis_going_away_during_the_restore_fails_the_start_in_one_line(tmp_path: Path) -> None:
+    with EmbeddedRedis() as server:
+        record = tmp_path / "notes.jsonl"
+        config = write_config(tmp_path, server, {
+            "warm_restart": {"app": APP},
+            "orchs": [{"plugin": "warm_plugins:RedisGoneOrch", "name": "gone",
+                       "tables": [{"db": "APPL_DB", "table": "WR_A"}, {"db": "APPL_DB", "table": "WR_B"}],
+                       "options": {"record": str(record)}}],
+        })
+        client = redis.Redis(unix_socket_path=server.unix_socket, decode_responses=True)
+        client.hset("WR_A:a", "f", "1")
+        client.hset("WR_B:b", "f", "2")
+        client.execute_command("SELECT", 6)
+        state = redis.Redis(unix_socket_path=server.unix_socket, db=6, decode_responses=True)
+        state.hset("WARM_RESTART_ENABLE_TABLE|system", "enable", "true")
+        state.hset(RECORD, "restore_count", "4")
+        daemon = DaemonProcess(config, tmp_path / "log")
+        try:
+            assert daemon.wait(60) == 1
+        finally:
+            daemon.kill()
+        text = (tmp_path / "log").read_text()
+        assert "Redis went away while APPL_DB WR_B was restored" in text and "Traceback" not in text, text[-3000:]
+        assert [n[2] for n in kinds(notes(record), "restore")] == ["a"]

@@ -8,6 +8,7 @@ reconcile as soon as its tables are restored.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import IO, Any
@@ -38,3 +39,12 @@ class WarmRecordingOrch(Orch):
     async def stop(self) -> None:
         self.note("stop")
         self._out.close()
+
+
+class RedisGoneOrch(WarmRecordingOrch):
+    """Shuts the redis-server down from its first restore() call: Redis going away mid-restore."""
+
+    async def restore(self, table: str, tasks: list[KeyOpFieldsValues]) -> None:
+        await super().restore(table, tasks)
+        with contextlib.suppress(Exception):  # the server closes the connection as it goes
+            await self.connector("APPL_DB").redis.execute_command("SHUTDOWN", "NOSAVE")

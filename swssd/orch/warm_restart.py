@@ -40,8 +40,9 @@ from ..channels.consumer_state_table import ConsumerStateTable
 from ..channels.consumer_table import ConsumerTable
 from ..channels.subscriber_state_table import SubscriberStateTable
 from ..channels.table import Table
+from ..errors import SwssdError
 from ..fields import SET_COMMAND, KeyOpFieldsValues
-from ..redis.connector import DBConnector
+from ..redis.connector import CONNECTION_ERRORS, DBConnector
 from ..redis.scan import scan_table
 from .config import WarmRestartConfig
 from .plugins import PluginError, where
@@ -55,6 +56,12 @@ RESTORE_CHUNK = 512
 
 #: runs a Redis step again while Redis cannot be reached (Databases.while_unreachable)
 Retrying = Callable[[Callable[[], Awaitable[None]], str], Awaitable[None]]
+
+
+class RestoreInterrupted(SwssdError):
+    """Redis went away while the existing entries were handed to the plugins: a restore cannot
+    be resumed without handing some twice, so the start fails (one line, exit 1) and the next
+    start, warm again, restores from the beginning."""
 
 
 class WarmRestart:
@@ -132,7 +139,12 @@ class WarmRestart:
         came_since: list[tuple[TableWorker, list[KeyOpFieldsValues]]] = []
         for rt in runtimes:
             for worker in rt.workers:
-                came_since.append((worker, await self._restore_table(rt, worker)))
+                try:
+                    came_since.append((worker, await self._restore_table(rt, worker)))
+                except CONNECTION_ERRORS as exc:
+                    raise RestoreInterrupted(
+                        f"warm restart of {self.app!r}: Redis went away while {worker.db_name} {worker.table} was "
+                        f"restored ({type(exc).__name__}: {exc}); the next start restores again") from exc
         await self.set_state(rules.RESTORED)
         for worker, tasks in came_since:
             if tasks:
