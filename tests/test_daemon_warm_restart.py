@@ -350,7 +350,6 @@ async def test_redis_going_away_during_the_restore_fails_the_start_in_one_line(t
         client = redis.Redis(unix_socket_path=server.unix_socket, decode_responses=True)
         client.hset("WR_A:a", "f", "1")
         client.hset("WR_B:b", "f", "2")
-        client.execute_command("SELECT", 6)
         state = redis.Redis(unix_socket_path=server.unix_socket, db=6, decode_responses=True)
         state.hset("WARM_RESTART_ENABLE_TABLE|system", "enable", "true")
         state.hset(RECORD, "restore_count", "4")
