@@ -62,8 +62,8 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
             "plugin": "timer_plugins:TimerOrch", "name": "timers",
             "tables": [{"db": "APPL_DB", "table": "TM_LOAD"}],
             "options": {"record": str(notes_path), "hang": str(hang), "release": str(release)},
-            "retry": {"handler_timeout": 0.5},
-            "timers": {"tick": {"interval": 0.2}, "stuck": {"stall_after": 1.5}},
+            "retry": {"handler_timeout": 1.0},
+            "timers": {"tick": {"interval": 0.2}, "stuck": {"stall_after": 2.0}},
         }],
     })
     notify = NotifySocket(tmp_path / "notify.sock")
@@ -109,7 +109,7 @@ async def test_timers_run_at_their_interval_survive_errors_report_stalls_and_sto
         assert "Traceback" in trace and "ValueError: flaky call 1" in trace
         assert health(port)[0] == 200
 
-        # A call that swallows handler_timeout's cancellation: a stall once it has gone on 1.5 s.
+        # A call that swallows handler_timeout's cancellation: a stall once it has gone on 2 s.
         hang.touch()
         assert wait_until(lambda: answer() == 503, 10.0), health(port)
         body = health(port)[1]

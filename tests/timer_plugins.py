@@ -1,7 +1,8 @@
 """Orch plugins with timers for the daemon tests, imported by the daemon subprocess (PYTHONPATH=tests).
 
 Each timer call appends [timer, what, unix time] to the file named by the `record` option, one
-JSON line flushed at once: what = "start", "end" or "raise"; stop() appends ["", "stop", time].
+JSON line flushed at once: what = "start", "end" (also of a call cancelled by handler_timeout) or
+"raise"; stop() appends ["", "stop", time].
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ class TimerOrch(Orch):
     @timer(1.0)
     async def tick(self) -> None:
         self.note("tick", "start")
-        await asyncio.sleep(0.01)
-        self.note("tick", "end")
+        try:
+            await asyncio.sleep(0.01)
+        finally:  # a call cancelled (handler_timeout on a loaded machine) ends too
+            self.note("tick", "end")
 
     @timer(0.1, name="flaky", first_delay=0.0)
     async def sometimes_raises(self) -> None:
@@ -53,8 +56,10 @@ class TimerOrch(Orch):
     @timer(0.1, jitter=0.02)
     async def slow(self) -> None:
         self.note("slow", "start")
-        await asyncio.sleep(0.25)
-        self.note("slow", "end")
+        try:
+            await asyncio.sleep(0.25)
+        finally:
+            self.note("slow", "end")
 
     @timer(0.2)
     async def stuck(self) -> None:
