@@ -115,7 +115,12 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
                     help="flapping keys and notification ops printed (default 10)")
 
     di = sub.add_parser("diff", epilog=DIFF_EPILOG, parents=[common],
-                        help="state at an instant against a `swssd dump` of live tables")
+                        help="state at an instant against a `swssd dump` of live tables",
+                        description="Compare the replayed state of one host and database with a dump of "
+                                    "the live tables. Every table of the replayed state is compared: a "
+                                    "table the dump lacks is empty live, so each of its entries is "
+                                    "reported missing (Redis keeps no empty hash). --table limits both "
+                                    "sides to the tables named.")
     di.add_argument("--dump", required=True, metavar="FILE",
                     help='JSON {"<table>": {"<key>": {"<field>": "<value>"}}} of one database')
     di.add_argument("--db", default="APPL_DB", help="database of the dump (default APPL_DB)")
