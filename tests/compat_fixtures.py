@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from swssd.compat.dbconfig import SonicDBConfig
+from swssd.redis.dbconfig import ENV_VAR, GLOBAL_ENV_VAR
 from swssd.redis.embedded_redis import EmbeddedRedis
 
 #: name -> (id, separator), as SONiC's database_config.json and sonic-swss-common's tests have them
@@ -53,8 +54,11 @@ def sonic_db_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> Iterator[Path
 
 
 @pytest.fixture
-def no_db_config() -> Iterator[None]:
-    """SonicDBConfig with nothing loaded, as in a fresh process."""
+def no_db_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """SonicDBConfig with nothing loaded, as in a fresh process off a switch with no
+    $SWSSD_DB_CONFIG / $SWSSD_DB_GLOBAL_CONFIG to stand for the default files."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv(GLOBAL_ENV_VAR, raising=False)
     SonicDBConfig.reset()
     yield
     SonicDBConfig.reset()

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import redis
 
 from compat_fixtures import database_config, no_db_config, sonic_db_config, write_json
 from swssd.compat.dbconfig import SonicDBConfig, SonicDBKey
+from swssd.redis.dbconfig import ENV_VAR, GLOBAL_ENV_VAR
 from swssd.redis.embedded_redis import EmbeddedRedis
 
 _ = (no_db_config, sonic_db_config)
@@ -53,6 +58,48 @@ def test_lazy_default_file_is_named_when_missing(no_db_config: None) -> None:
     with pytest.raises(RuntimeError, match=r"doesn.t exist at /var/run/redis/sonic-db/database_config\.json"):
         SonicDBConfig.getDbId("APPL_DB")
     assert not SonicDBConfig.isInit()
+
+
+def test_the_default_files_stand_for_the_environments(no_db_config: None, clean_redis: EmbeddedRedis,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$SWSSD_DB_CONFIG stands for SONiC's default database_config.json (the lazy load and an
+    initialize() without a path); a path given is read as given."""
+    laptop = write_json(tmp_path / "laptop.json", database_config(clean_redis, {"APPL_DB": (3, ":")}))
+    monkeypatch.setenv(ENV_VAR, str(laptop))
+    assert SonicDBConfig.getDbId("APPL_DB") == 3
+    SonicDBConfig.reset()
+    SonicDBConfig.initialize()
+    assert SonicDBConfig.getDbId("APPL_DB") == 3
+    SonicDBConfig.reset()
+    given = write_json(tmp_path / "given.json", database_config(clean_redis, {"APPL_DB": (7, ":")}))
+    SonicDBConfig.initialize(str(given))
+    assert SonicDBConfig.getDbId("APPL_DB") == 7
+    SonicDBConfig.reset()
+    monkeypatch.setenv(GLOBAL_ENV_VAR, str(write_json(tmp_path / "global.json", {
+        "INCLUDES": [{"include": "laptop.json"}, {"namespace": "asic0", "include": "given.json"}]})))
+    SonicDBConfig.initializeGlobalConfig()
+    assert SonicDBConfig.isGlobalInit() and SonicDBConfig.getDbId("APPL_DB", "asic0") == 7
+
+
+def test_an_unmodified_program_reads_the_file_swssd_db_config_names(clean_redis: EmbeddedRedis,
+                                                                    tmp_path: Path) -> None:
+    """A SONiC program that loads the default file, run off the switch with the layer as swsscommon."""
+    laptop = write_json(tmp_path / "laptop.json", database_config(clean_redis))
+    redis.Redis(port=clean_redis.port, db=2).hset("COUNTERS_PORT_NAME_MAP", "Ethernet0", "oid:0x1000000000002")
+    redis.Redis(port=clean_redis.port, db=0).hset("PORT_TABLE:Ethernet0", "mtu", "9100")
+    program = (
+        "from swsscommon.swsscommon import DBConnector, SonicV2Connector, Table\n"
+        "db = SonicV2Connector(use_unix_socket_path=False)\n"
+        "db.connect(db.COUNTERS_DB)\n"
+        "print(db.get_all(db.COUNTERS_DB, 'COUNTERS_PORT_NAME_MAP'))\n"
+        "print(Table(DBConnector('APPL_DB', 0), 'PORT_TABLE').get('Ethernet0'))\n"
+    )
+    compat = Path(__file__).resolve().parent.parent / "compat"
+    env = {**os.environ, ENV_VAR: str(laptop), "PYTHONPATH": os.pathsep.join(
+        [str(compat), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["{'Ethernet0': 'oid:0x1000000000002'}", "[True, (('mtu', '9100'),)]"]
 
 
 def test_invalid_file_is_runtime_error_naming_the_field(no_db_config: None, tmp_path: Path) -> None:

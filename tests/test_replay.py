@@ -60,6 +60,9 @@ EXPECTED_END = {
         "Ethernet0|0": {"scheduler": "[SCHEDULER|scheduler.0]", "wred_profile": "[WRED_PROFILE|AZURE_LOSSLESS]"}},
 }
 
+#: The fixture's APPL_DB at its end, as `swssd dump` prints it.
+APPL_END = {table: entries for (db, table), entries in EXPECTED_END.items() if db == "APPL_DB"}
+
 
 @pytest.fixture(scope="module")
 def rec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -190,7 +193,7 @@ def test_diff_against_a_dump(spark: SparkSession, rec_dir: Path, tmp_path: Path,
     del live_ports["Ethernet4"]
     live_ports["Ethernet12"] = {"mtu": "9100"}
     dump = tmp_path / "live.json"
-    dump.write_text(json.dumps({"PORT_TABLE": live_ports, "ROUTE_TABLE": ROUTES_END}))
+    dump.write_text(json.dumps({**APPL_END, "PORT_TABLE": live_ports}))
     out = tmp_path / "out"
     assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(dump), "--output", str(out)) == 1
     rows = {tuple(r) for r in spark.read.parquet(str(out / "diff")).collect()}
@@ -205,8 +208,25 @@ def test_diff_against_a_dump(spark: SparkSession, rec_dir: Path, tmp_path: Path,
     assert "missing_entry" in capsys.readouterr().out
 
     same = tmp_path / "same.json"
-    same.write_text(json.dumps({"PORT_TABLE": PORTS_END, "ROUTE_TABLE": ROUTES_END, "EMPTY_TABLE": {}}))
+    same.write_text(json.dumps({**APPL_END, "EMPTY_TABLE": {}}))
     assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(same), "--output", str(out)) == 0
+    assert "no differences" in capsys.readouterr().out
+
+
+def test_diff_reports_every_entry_of_a_table_the_dump_lacks(
+        spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wiped table is absent from a dump (Redis keeps no empty hash): its entries are all missing,
+    unless --table leaves it out."""
+    dump = tmp_path / "wiped.json"
+    dump.write_text(json.dumps({t: entries for t, entries in APPL_END.items() if t != "ROUTE_TABLE"}))
+    out = tmp_path / "out"
+    assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(dump), "--output", str(out)) == 1
+    rows = {tuple(r) for r in spark.read.parquet(str(out / "diff")).collect()}
+    assert rows == {("ROUTE_TABLE", key, "missing_entry", f, v, None)
+                    for key, fields in ROUTES_END.items() for f, v in fields.items()}
+    assert "ROUTE_TABLE" in capsys.readouterr().out
+    assert run("diff", str(rec_dir / "swss.rec*"), "--dump", str(dump), "--table", "PORT_TABLE", "--table", "NEIGH*",
+               "--output", str(out)) == 0
     assert "no differences" in capsys.readouterr().out
 
 

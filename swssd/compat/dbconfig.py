@@ -16,7 +16,7 @@ import threading
 from typing import NamedTuple
 
 from ..errors import ConfigError
-from ..redis.dbconfig import DEFAULT_PATH, GLOBAL_DEFAULT_PATH
+from ..redis.dbconfig import DEFAULT_PATH, ENV_VAR, GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR
 from ..redis.dbconfig import SonicDBConfig as ParsedConfig
 from ..redis.dbconfig import SonicDBGlobalConfig as ParsedGlobalConfig
 from ..redis.dbconfig import SonicDBKey as ParsedKey
@@ -88,6 +88,11 @@ def _key(netns: KeyLike = "", containerName: str = "") -> ParsedKey:
     return ParsedKey(netns or "", containerName or "")
 
 
+def _or_env(path: str, default: str, variable: str) -> str:
+    """`path`, or the file $`variable` names when `path` is SONiC's default one."""
+    return (os.environ.get(variable) or path) if path == default else path
+
+
 def _label(key: ParsedKey) -> str:
     """How the C++ messages print a key: `container:netns`."""
     return f"{key.container_name}:{key.namespace}"
@@ -106,11 +111,15 @@ class SonicDBConfig:
 
     @staticmethod
     def initialize(file: str = DEFAULT_PATH) -> None:
-        """Load database_config.json for the host namespace; RuntimeError if done already."""
+        """Load database_config.json for the host namespace; RuntimeError if done already.
+
+        SONiC's default path stands for $SWSSD_DB_CONFIG when that is set (as it does for swssd's
+        own tools): an unmodified program, which loads the default, runs off the switch against
+        the file the variable names. A path given otherwise is read as given."""
         with SonicDBConfig._lock:
             if SonicDBConfig._init:
                 raise RuntimeError("SonicDBConfig already initialized")
-            SonicDBConfig._entries[ParsedKey()] = _entry(_load(file))
+            SonicDBConfig._entries[ParsedKey()] = _entry(_load(_or_env(file, DEFAULT_PATH, ENV_VAR)))
             SonicDBConfig._init = True
 
     @staticmethod
@@ -120,7 +129,9 @@ class SonicDBConfig:
 
     @staticmethod
     def initializeGlobalConfig(file: str = GLOBAL_DEFAULT_PATH, ignore_nonexistent: bool = False) -> None:
-        """Load database_global.json and each database_config.json it includes (once per process)."""
+        """Load database_global.json and each database_config.json it includes (once per process);
+        the default path stands for $SWSSD_DB_GLOBAL_CONFIG when that is set."""
+        file = _or_env(file, GLOBAL_DEFAULT_PATH, GLOBAL_ENV_VAR)
         with SonicDBConfig._lock:
             if SonicDBConfig._global_init:
                 log.error("SonicDBConfig Global config is already initialized")

@@ -75,6 +75,9 @@ def _common(filters: bool = True, output: bool = True) -> argparse.ArgumentParse
                        help="only events at or before T (ISO 8601, or swss.rec's 2026-11-25.23:41:16.123456)")
     s = p.add_argument_group("spark")
     s.add_argument("--master", help="Spark master (default: local[*], or spark-submit's)")
+    s.add_argument("--master-timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="give up on a spark:// master whose port does not answer within SECONDS "
+                        "(default 20): exit 2 at once instead of after Spark's own minute of retries")
     s.add_argument("--driver-memory", help="spark.driver.memory for a local run, e.g. 4g")
     s.add_argument("--conf", action="append", type=_conf, default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
@@ -115,7 +118,12 @@ def build_parser(prog: str = "swssd replay") -> argparse.ArgumentParser:
                     help="flapping keys and notification ops printed (default 10)")
 
     di = sub.add_parser("diff", epilog=DIFF_EPILOG, parents=[common],
-                        help="state at an instant against a `swssd dump` of live tables")
+                        help="state at an instant against a `swssd dump` of live tables",
+                        description="Compare the replayed state of one host and database with a dump of "
+                                    "the live tables. Every table of the replayed state is compared: a "
+                                    "table the dump lacks is empty live, so each of its entries is "
+                                    "reported missing (Redis keeps no empty hash). --table limits both "
+                                    "sides to the tables named.")
     di.add_argument("--dump", required=True, metavar="FILE",
                     help='JSON {"<table>": {"<key>": {"<field>": "<value>"}}} of one database')
     di.add_argument("--db", default="APPL_DB", help="database of the dump (default APPL_DB)")
@@ -181,6 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoInputError as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
         return 2
+    from .master import unreachable
+
+    problem = unreachable(args.master, args.master_timeout)
+    if problem:
+        print(f"swssd replay: {problem}", file=sys.stderr)
+        return 2
     from .readable import InputCheck
 
     input_check = InputCheck(resolved.paths, args.max_line_bytes)  # while the JVM starts
@@ -220,7 +234,8 @@ def _run(
     args: argparse.Namespace, resolved: ResolvedInputs, early: tuple[EarlyJVM, Start] | None, input_check: InputCheck
 ) -> int:
     """main() once the JVM may be starting: PySpark imported, the inputs checked, the command run."""
-    from pyspark.errors import AnalysisException
+    from py4j.protocol import Py4JError
+    from pyspark.errors import AnalysisException, PySparkException
 
     from .commands import COMMANDS, UsageError, input_options
     from .jvm import C1_INPUT_BYTES, is_small
@@ -249,7 +264,11 @@ def _run(
     small = is_small(args.inputs, segment_bytes=segment_bytes)
     conf = dict(args.conf)
     c1 = is_small(args.inputs, C1_INPUT_BYTES, segment_bytes)
-    spark, start = _session(args, conf, c1, _warm_up_texts(args), early)
+    try:
+        spark, start = _session(args, conf, c1, _warm_up_texts(args), early)
+    except (Py4JError, PySparkException) as exc:
+        print(f"swssd replay: {_spark_error(exc, args.master)}", file=sys.stderr)
+        return 2
     try:
         with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
@@ -258,6 +277,9 @@ def _run(
         return 2
     except AnalysisException as exc:
         print(f"swssd replay: {_first_line(exc)}", file=sys.stderr)
+        return 2
+    except (Py4JError, PySparkException) as exc:
+        print(f"swssd replay: {_spark_error(exc, args.master)}", file=sys.stderr)
         return 2
     finally:
         if start is not None and start.dump_to is not None:
@@ -307,6 +329,7 @@ def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool, warm_up: 
     """The session, and how its JVM was started when this call (or _start_jvm) started it (jvm.py);
     a JVM started here parses `warm_up` in a second thread while the session starts (_warm_up)."""
     from .jvm import plan
+    from .master import driver_warning
     from .session import get_session
 
     launches = not _jvm_running()
@@ -323,6 +346,9 @@ def _session(args: argparse.Namespace, conf: dict[str, str], c1: bool, warm_up: 
         spark = get_session(args.master, conf, args.driver_memory, verbose=args.verbose, start=start, early=jvm)
     finally:
         done.set()
+    warning = driver_warning(spark.sparkContext.master, spark.conf.get("spark.driver.host", None))
+    if warning:
+        print(f"swssd replay: {warning}", file=sys.stderr)
     return spark, start
 
 
@@ -422,6 +448,19 @@ def _detach_output(gateway: Any) -> bool:
     except Exception:  # py4j or Java: then the command waits, as without a keeper
         return False
     return True
+
+
+def _spark_error(exc: BaseException, master: str | None) -> str:
+    """One line for a failure inside Spark: the Java exception's own first line where there is one
+    (py4j's first line only names the call), and the master when one was given."""
+    from py4j.protocol import Py4JJavaError
+
+    text = _first_line(exc)
+    if isinstance(exc, Py4JJavaError):
+        with contextlib.suppress(Exception):  # the JVM is gone: py4j's own line
+            text = _first_line(Exception(exc.java_exception.toString()))
+    where = f" (master {master})" if master else ""
+    return f"Spark error{where}: {text}"
 
 
 def _first_line(exc: BaseException) -> str:

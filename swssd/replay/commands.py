@@ -241,8 +241,6 @@ def run_diff(spark: SparkSession, args: argparse.Namespace) -> int:
     _, state, host = _state_for_one_host(spark, args)
     if args.table:
         dump = dump.where(cast(Column, matches("table", args.table)))  # a Column: patterns given
-    else:
-        state = state.join(diff_mod.dump_tables(dump), "table", "left_semi")
     path = out_path(args, "diff")
     found = _write(diff_mod.diff(state, dump), path)
     by_kind = found.groupBy("table", "kind").agg(

@@ -6,8 +6,10 @@ Dump format (what `swssd dump` prints; one database per file), a JSON object:
 
 for example {"PORT_TABLE": {"Ethernet0": {"mtu": "9100", "admin_status": "up"}}}. Keys are the
 entry keys without the table name and separator; every value is a string. A table present with
-`{}` is an empty live table. Only the tables present in the dump are compared, or with `--table`
-the tables named there (a named table missing from the dump counts as empty).
+`{}` is an empty live table. Every table of the replayed state is compared: a table the dump
+lacks counts as empty live (Redis keeps no empty hash, so `swssd dump` cannot print a wiped table),
+and each of its entries is reported missing. `--table` limits the comparison to the tables named
+there, on both sides.
 
 Each difference is one row (table, key, kind, field, replay_value, live_value), kind being
 `missing_entry` (in the replayed state, not live), `extra_entry` (live, not in the state),
@@ -39,10 +41,6 @@ def read_dump(spark: SparkSession, path: str) -> DataFrame:
     return tables.select(
         "table", F.explode_outer("entries").alias("key", "fields")
     )
-
-
-def dump_tables(dump: DataFrame) -> DataFrame:
-    return dump.select("table").distinct()
 
 
 def diff(state: DataFrame, dump: DataFrame) -> DataFrame:

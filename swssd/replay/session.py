@@ -74,6 +74,9 @@ def session_settings(
         "spark.hadoop.fs.permissions.umask-mode": "077",
     })
     if not verbose:
+        # Under spark-submit the JVM runs before any option of ours: its logging (some 700 lines
+        # of INFO a command) is cut to errors when the SparkContext starts.
+        settings["spark.log.level"] = "ERROR"
         quiet = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
         conf[_JAVA_OPTIONS] = f"{quiet} {conf.get(_JAVA_OPTIONS, '')}".strip()
     if start is not None and not launched_by_spark_submit:
