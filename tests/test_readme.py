@@ -25,7 +25,7 @@ config, say):
 - sh, the compatible layer's opt-in install (OPT_IN_INSTALL): the `compat/` project is installed
   the same way into a directory of the test's own (not into this venv, where the opt-in would
   shadow nothing but must not be left behind), and every program runs with that directory on its
-  path, as after the README's install line.
+  path, as after that install line.
 
 Any other block fails the test, so a new block cannot go untested. No block may name a table or
 channel of SONiC's schema (tests/fixtures/sonic_schema_names.txt): an example run on a switch must
@@ -55,9 +55,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SCHEMA_NAMES = Path(__file__).resolve().parent / "fixtures" / "sonic_schema_names.txt"
 FENCE = re.compile(r"^(?:<!-- file: (?P<file>\S+) -->\n)?```(?P<lang>[\w-]*)\n(?P<text>.*?)^```$", re.M | re.S)
-#: The README's install line of the replay block: the test venv has the replay extra already.
+#: The install line of the replay block (docs/replay.md): the test venv has the replay extra already.
 REPLAY_INSTALL = ".venv/bin/pip install -q -e '.[replay]' --config-settings editable_mode=compat"
-#: The README's install line of the opt-in `swsscommon` package (the compatible layer).
+#: The install line of the opt-in `swsscommon` package (the compatible layer).
 OPT_IN_INSTALL = ".venv/bin/pip install -q --no-deps -e compat/ --config-settings editable_mode=compat"
 #: The contributors' command that serves the documentation site while it is written.
 DOCS_SERVE = ".venv/bin/mkdocs serve"
@@ -164,7 +164,7 @@ def runs_replay(block: Block) -> bool:
 
 @pytest.fixture(scope="module")
 def opt_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The opt-in `swsscommon` package installed as the README's line installs it (editable, in
+    """The opt-in `swsscommon` package installed as its install line (docs/porting.md) installs it (editable, in
     compat mode: a path), into a directory of the test's own."""
     assert [b.text.strip() for b in of_kind("opt-in-install")] == [OPT_IN_INSTALL]
     target = tmp_path_factory.mktemp("opt-in")
