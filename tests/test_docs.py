@@ -236,3 +236,18 @@ def test_the_site_reads_offline_in_chromium(site: Path, tmp_path: Path) -> None:
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+def test_the_readme_is_short_and_links_into_the_site() -> None:
+    """Under 200 lines, no figures that go stale; every page of the navigation linked from it, and
+    every relative link of it pointing at a file that is there."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 200
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if "://" not in link]
+    assert all((ROOT / link).exists() for link in local), [link for link in local if not (ROOT / link).exists()]
+    linked = {Path(link).name for link in local if link.startswith("docs/")}
+    pages = set(nav().values()) - {"benchmarks.md"}  # the Benchmarks page is BENCHMARKS.md, linked as that
+    assert pages <= linked, sorted(pages - linked)
+    assert "BENCHMARKS.md" in local
+    assert not re.search(r"\d+(?:\.\d+)?\s*(?:keys/s|changes/s|events/s|ms\b|MB\b|x faster)", text)
