@@ -5,9 +5,9 @@ parsers (swssd/cli.py, swssd/replay/cli.py), the API reference's entries from th
 of swssd/__init__.py (mkdocstrings renders their docstrings and type hints).
 
 A page asks for one with a marker line (`<!-- swssd:config-reference -->`, `metrics-reference`,
-`cli-reference`, `api-reference`), replaced here (mkdocs' `on_page_markdown` hook). tests/test_docs.py reads the
-same entries and fails when one has no description, so an undocumented key, metric or option
-cannot be added.
+`cli-reference`, `api-reference`; `benchmarks` brings in BENCHMARKS.md), replaced here (mkdocs'
+`on_page_markdown` hook). tests/test_docs.py reads the same entries and fails when one has no
+description, so an undocumented key, metric or option cannot be added.
 
 A config field's description is its pydantic `description`, else the `#:` comment lines just
 above it in the class (the project's convention for documenting attributes).
@@ -419,6 +419,17 @@ def api_reference() -> str:
     return "\n".join(out)
 
 
+# -- pages kept at the top of the repository ----------------------------------------------
+
+#: The repository's root, found from this file (docs/hooks/), whatever directory mkdocs runs in.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def benchmarks() -> str:
+    """BENCHMARKS.md, where the project records its figures with their commands, as a page."""
+    return (ROOT / "BENCHMARKS.md").read_text()
+
+
 # -- the hook -------------------------------------------------------------------------------
 
 GENERATORS = {
@@ -426,6 +437,7 @@ GENERATORS = {
     "metrics-reference": metrics_reference,
     "cli-reference": cli_reference,
     "api-reference": api_reference,
+    "benchmarks": benchmarks,
 }
 
 
