@@ -7,7 +7,7 @@ figures are one hash aggregation after one shuffle by key (per_key): the counts 
 and the flaps, which need order: each key's live records are collected, and each such short
 list is sorted on its own, not every row of the capture.
 
-Definitions (the README's "replay report" section says the same):
+Definitions (docs/replay.md's "The report" section says the same):
 
 - An *event* is a record of the inputs that the filters keep, counted as `stats` counts it:
   dead-lettered records included (a task given up on is recorded when popped and again when

@@ -41,7 +41,7 @@ What to try next:
                                                 until Ctrl-C (no config needed)
   swssd run --config config/swssd.toml          the same on a local Redis as SONiC runs it (config/ is an
                                                 example: 127.0.0.1:6379, /var/run/redis/redis.sock)
-  README "Write a plugin"                       a plugin beside its config, its test, packaging
+  docs/plugins.md                               writing a plugin: beside its config, its test, packaging
   swssd check --config swssd.toml               validate a config and load its plugins, consuming nothing
   swssd db APPL_DB hgetall 'PORT_TABLE:Ethernet0', swssd watch --db STATE_DB --table PORT_TABLE
                                                 look at tables on a switch, as sonic-db-cli does
