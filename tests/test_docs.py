@@ -117,8 +117,9 @@ def test_every_config_key_has_its_description_and_default(site: Path) -> None:
                 return accepted(option, prefix)
         found = set()
         for name, sub in node.get("properties", {}).items():
-            if "$ref" not in sub:  # a [section] is a table of keys, not a key; a list of tables is both
-                found.add(prefix + name)
+            section = "$ref" in sub or any("$ref" in option for option in sub.get("anyOf", []))
+            if not section:  # a [section] (an optional one too) is a table of keys, not a key;
+                found.add(prefix + name)  # a list of tables is both
             found |= accepted(sub, f"{prefix}{name}.")
         return found
 
@@ -169,15 +170,17 @@ def test_an_undocumented_key_option_or_metric_is_caught() -> None:
 
 
 def test_the_daemons_scrape_names_exactly_the_reference_metrics(tmp_path: Path, clean_redis: EmbeddedRedis) -> None:
-    """A running daemon with a key-set table and a zmq table, scraped: each family it exports is
-    in the reference, and each one of the reference is exported."""
+    """A running daemon with a key-set table, a zmq table and a plugin with timers, scraped: each
+    family it exports is in the reference, and each one of the reference is exported."""
     port = free_port()
     config = write_config(tmp_path, clean_redis, {
         "metrics": {"enabled": True, "port": port},
         "orchs": [{"plugin": "orch_plugins:RecordingOrch", "tables": [
             {"db": "APPL_DB", "table": "DOC_T"},
             {"db": "APPL_DB", "table": "DOC_Z", "kind": "zmq", "endpoint": f"tcp://127.0.0.1:{free_port()}"},
-        ], "options": {"record": str(tmp_path / "records.jsonl")}}],
+        ], "options": {"record": str(tmp_path / "records.jsonl")}},
+            {"plugin": "timer_plugins:TimerOrch", "tables": [{"db": "APPL_DB", "table": "DOC_TIMED"}],
+             "options": {"record": str(tmp_path / "timers.jsonl")}}],
     })
     daemon = DaemonProcess(config, tmp_path / "log")
     try:

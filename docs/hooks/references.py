@@ -77,7 +77,11 @@ def comment_descriptions(model: type[BaseModel]) -> dict[str, str]:
 
 
 def _nested_model(annotation: Any) -> tuple[type[BaseModel], bool] | None:
-    """(model, is a list) when a field holds a section or a list of them."""
+    """(model, is a list) when a field holds a section (an optional one too) or a list of them."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        present = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(present) == 1:
+            annotation = present[0]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, False
     if typing.get_origin(annotation) is list:
@@ -245,7 +249,7 @@ class MetricInfo:
 
 class _Zero:
     """Any figure the collector asks of a daemon it was not told about: zero, empty, false. The
-    collector is run over one table and one ZMQ server, so every family it can yield is seen."""
+    collector is run over one table, one ZMQ server and one timer, so every family it can yield is seen."""
 
     def __getattr__(self, name: str) -> Any:
         return 0
@@ -270,8 +274,16 @@ class _Worker(_Zero):
     stalled = False
 
 
+class _TimerRun(_Zero):
+    orch_name = "O"
+    name = "t"
+    stats = _Stats()
+    stalled = False
+
+
 class _Daemon(_Zero):
     workers: ClassVar = [_Worker()]
+    timer_runs: ClassVar = [_TimerRun()]
     select = _Zero()
     zmq_servers: ClassVar = {"tcp://127.0.0.1:8100": _Zero()}
     redis_up = True
