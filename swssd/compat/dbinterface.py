@@ -207,11 +207,7 @@ class DBInterface:
         channel = self._channels[dbName]
         deadline = time.monotonic() + self.PUB_SUB_MAXIMUM_DATA_WAIT
         while time.monotonic() < deadline:
-            reply = channel.buffered_reply()
-            if reply is False:
-                if not channel.wait_readable(self.PUB_SUB_NOTIFICATION_TIMEOUT):
-                    continue
-                reply = channel.read_reply()
+            reply = channel.next_reply(self.PUB_SUB_NOTIFICATION_TIMEOUT)
             if isinstance(reply, list) and len(reply) == 4 and reply[3] == data:
                 log.info("'%s' acquired via pub-sub dbName=%s. Unblocking...", data, dbName)
                 time.sleep(self.DATA_RETRIEVAL_WAIT_TIME)
