@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from swssd.compat.producer_state_table import ProducerStateTable
 from swssd.compat.pubsub import PubSub
 from swssd.compat.redis_pipeline import RedisPipeline
 from swssd.compat.selector import Select
+from swssd.compat.sonicv2connector import SonicV2Connector
 from swssd.compat.table import Table
 from swssd.redis.embedded_redis import EmbeddedRedis
 
@@ -104,7 +106,7 @@ def test_after_a_time_out_later_calls_raise_not_shift(clean_redis: EmbeddedRedis
         db.get("a")
     time.sleep(0.6)
     for call in (lambda: db.get("b"), lambda: db.get("a"), lambda: db.hgetall("a"), lambda: db.blpop("l", 1)):
-        with pytest.raises(RuntimeError, match="unusable: GET did not get its reply"):
+        with pytest.raises(RuntimeError, match="unusable: GET ended before its reply"):
             call()
     assert db.newConnector(200).get("b") == "value-of-b"
 
@@ -118,7 +120,7 @@ def test_a_signal_inside_blpop_spoils_its_connector_only(clean_redis: EmbeddedRe
     signal.setitimer(signal.ITIMER_REAL, 0.1)
     with pytest.raises(Interrupted):
         db.blpop("empty", 1)
-    with pytest.raises(RuntimeError, match="unusable: BLPOP did not get its reply"):
+    with pytest.raises(RuntimeError, match="unusable: BLPOP ended before its reply"):
         db.get("a")
     time.sleep(0.05)
     other.rpush("empty", "item")
@@ -156,6 +158,34 @@ def test_a_pipeline_cut_short_raises_on_its_next_flush(sonic_db_config: Path, cl
     fresh = Table(db, "T")  # a new pipeline: a connection of its own
     fresh.set("k2", [("f", "v2")])
     assert fresh.get("k2") == [True, (("f", "v2"),)]
+
+
+def test_a_blocking_read_whose_keyspace_channel_failed_subscribes_again(
+    sonic_db_config: Path, clean_redis: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DBInterface's blocking read waits on a keyspace channel; when that channel fails (killed by
+    the server here; a signal cutting a read short leaves it unusable the same way) the read
+    raises, as in C++, and the next one subscribes anew rather than failing for ever."""
+    monkeypatch.setattr(DBInterface, "CONNECT_RETRY_WAIT_TIME", 0)
+    monkeypatch.setattr(DBInterface, "DATA_RETRIEVAL_WAIT_TIME", 0)
+    reader = SonicV2Connector()
+    reader.connect("STATE_DB")
+    writer = DBConnector("STATE_DB", 0, True)
+
+    def kill_then_write() -> None:
+        time.sleep(0.3)
+        writer.connection.command("CLIENT", "KILL", "TYPE", "pubsub")
+        time.sleep(0.3)
+        writer.hset("PORT_TABLE|Ethernet0", "oper_status", "up")
+
+    later = threading.Thread(target=kill_then_write)
+    later.start()
+    try:
+        with pytest.raises(RuntimeError, match="closed by the server"):
+            reader.get("STATE_DB", "PORT_TABLE|Ethernet0", "oper_status", blocking=True)
+        assert reader.get("STATE_DB", "PORT_TABLE|Ethernet0", "oper_status", blocking=True) == "up"
+    finally:
+        later.join()
 
 
 @dataclass

@@ -222,17 +222,14 @@ class RedisConnection:
         call's own handler did not get to it)."""
         self._shutdown()
         reason = self._unusable or "an earlier call ended before its reply was read"
-        raise ConnectionLostError(
-            f"Redis connection to {self.where} is unusable: {reason}, and its late reply would reach the "
-            "next call; make a new connector"
-        )
+        raise ConnectionLostError(f"Redis connection to {self.where} is unusable: {reason}; make a new connector")
 
     def _abandon(self, what: str, exc: BaseException) -> None:
         """The call `what` ends by `exc` before its reply was taken: the connection stays marked
         as in a call (so unusable) and is shut down now."""
         if not self._unusable:
             cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            self._unusable = f"{what} did not get its reply ({cause})"
+            self._unusable = f"{what} ended before its reply was read ({cause})"
         self._shutdown()
 
     def _shutdown(self) -> None:
@@ -317,7 +314,7 @@ class _Reading:
         if exc is None:
             self._conn._in_call = False
         else:
-            self._conn._abandon("a read of pushed replies", exc)
+            self._conn._abandon("a read of a pushed reply", exc)
 
 
 def _noscript(reply: Any) -> bool:

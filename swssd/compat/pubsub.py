@@ -42,10 +42,13 @@ class PubSub:
         self._conn.command("PSUBSCRIBE", pattern)
 
     def punsubscribe(self, pattern: str) -> None:
-        if self._conn is not None:
-            self._conn.command("PUNSUBSCRIBE", pattern)
-            self._conn.close()
-            self._conn = None
+        """PUNSUBSCRIBE, and the connection closed (even when it fails: it is of no use after)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.command("PUNSUBSCRIBE", pattern)
+            finally:
+                conn.close()
 
     def get_message(self, timeout: float = 0.0, interrupt_on_signal: bool = False) -> dict[str, str]:
         """The next message within `timeout` seconds, else {}."""
