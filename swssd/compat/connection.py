@@ -160,7 +160,7 @@ class RedisConnection:
     def evalsha(self, script: Script, keys: Sequence[object], args: Sequence[object]) -> Any:
         """EVALSHA; after a NOSCRIPT (a SCRIPT FLUSH since it was loaded) the script is loaded
         and the call made once more. Written flat, as command(): every table write comes here."""
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        command = ("EVALSHA", script.sha, str(len(keys)), *keys, *args)
         data = pack_command(command)
         if self._in_call:
             self._refuse()
@@ -189,7 +189,7 @@ class RedisConnection:
         """EVALSHAs in one write, their replies read after. A NOSCRIPT among them is raised as
         the error it is (later calls ran already, so none is sent again), with the script loaded
         for the next call; the C++ library raises there too."""
-        commands = [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]
+        commands = [("EVALSHA", script.sha, str(len(keys)), *keys, *args) for script, keys, args in calls]
         if not commands:
             return []
         replies = self._exchange(b"".join(pack_command(command) for command in commands), len(commands), "EVALSHA")
