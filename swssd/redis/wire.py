@@ -22,8 +22,6 @@ _fast_classes: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
 #: from this many arguments on, the join packs faster than hiredis (below, its setup costs more)
 JOIN_FROM_ARGS = 128
-#: the argument types hiredis packs without calling back into Python
-_TEXT = frozenset((str, bytes))
 #: "$<length>" for the argument lengths the join packs (a list lookup, not a format per argument)
 _BULK_HEADS = [f"${n}" for n in range(1024)]
 
@@ -34,7 +32,9 @@ def pack_command(args: tuple[object, ...]) -> bytes:
         packed = _pack_joined(args)
         if packed is not None:
             return packed
-    if not _TEXT.issuperset(map(type, args)):
+    try:
+        "".join(args)  # type: ignore[arg-type]  # TypeError unless all are str: a check at C speed
+    except TypeError:
         args = _numbers_as_text(args)
     try:
         # hiredis's stub types the argument as a 1-tuple and leaves the result untyped.
