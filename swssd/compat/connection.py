@@ -10,12 +10,13 @@ No reply ever goes to the wrong call: a call that ends before its reply is read 
 signal handler that raises, KeyboardInterrupt, a lost connection: any exception escaping part
 way) leaves the connection unusable. It is shut down at once (Redis drops the client, so a BLPOP
 it was blocked in pops nothing) and every later call on it raises ConnectionLostError; its late
-reply would otherwise be the next call's. That is the binding's rule: hiredis marks the context
-failed and every later redisGetReply errors. It does not reconnect behind the program's back, as
-a new connection would silently lose what the old one held (a subscription, a WATCH or MULTI,
-CLIENT SETNAME); a program makes a new connector (DBInterface, under SonicV2Connector's reads,
-reconnects as the C++ class does). Waiting for pushed replies (pub/sub) is different: a signal
-that interrupts the wait itself, before anything was read, leaves the connection as it was.
+reply would otherwise be the next call's. That is the binding's rule for a failed call: hiredis
+marks the context failed and every later redisGetReply errors. It does not reconnect behind the
+program's back, as a new connection would silently lose what the old one held (a subscription, a
+WATCH or MULTI, CLIENT SETNAME); a program makes a new connector (DBInterface, under
+SonicV2Connector's reads, reconnects as the C++ class does). Waiting for pushed replies (pub/sub)
+is different: a signal that interrupts the wait itself, before anything was read, leaves the
+connection as it was.
 """
 
 from __future__ import annotations
