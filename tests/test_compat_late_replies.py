@@ -172,9 +172,18 @@ def test_a_blocking_read_whose_keyspace_channel_failed_subscribes_again(
     reader.connect("STATE_DB")
     writer = DBConnector("STATE_DB", 0, True)
 
+    def pubsub_clients() -> set[str]:
+        listing = writer.connection.command("CLIENT", "LIST", "TYPE", "pubsub")
+        return {field[3:] for line in listing.splitlines() for field in line.split() if field.startswith("id=")}
+
+    others = pubsub_clients()
+
     def kill_then_write() -> None:
-        time.sleep(0.3)
-        writer.connection.command("CLIENT", "KILL", "TYPE", "pubsub")
+        deadline = time.monotonic() + 10
+        while not (new := pubsub_clients() - others) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the blocking read has subscribed
+        for client in new:
+            writer.connection.command("CLIENT", "KILL", "ID", client)
         time.sleep(0.3)
         writer.hset("PORT_TABLE|Ethernet0", "oper_status", "up")
 
