@@ -27,6 +27,7 @@ import pytest
 from compat_fixtures import sonic_db_config
 from swssd.compat.configdb import ConfigDBConnector
 from swssd.compat.consumer_state_table import ConsumerStateTable
+from swssd.compat.consumer_table import ConsumerTable
 from swssd.compat.dbconnector import DBConnector
 from swssd.compat.dbinterface import DBInterface
 from swssd.compat.producer_state_table import ProducerStateTable
@@ -195,6 +196,27 @@ def test_a_blocking_read_whose_keyspace_channel_failed_subscribes_again(
         assert reader.get("STATE_DB", "PORT_TABLE|Ethernet0", "oper_status", blocking=True) == "up"
     finally:
         later.join()
+
+
+@pytest.mark.parametrize("consumer", [ConsumerStateTable, ConsumerTable])
+def test_a_consumer_that_cannot_subscribe_leaves_no_transaction_open(
+    sonic_db_config: Path, clean_redis: EmbeddedRedis, consumer: type[ConsumerStateTable | ConsumerTable]
+) -> None:
+    """A consumer subscribes inside MULTI on the connector's connection; when the subscription
+    cannot be made (maxclients reached here) the transaction is discarded: the connector's next
+    get is not answered "QUEUED"."""
+    db = DBConnector(0, "127.0.0.1", clean_redis.port, 0)
+    admin = DBConnector(0, "127.0.0.1", clean_redis.port, 0)
+    db.set("a", "value-of-a")
+    _, maxclients = admin.connection.command("CONFIG", "GET", "maxclients")
+    clients = len(admin.connection.command("CLIENT", "LIST").splitlines())
+    admin.config_set("maxclients", str(clients))
+    try:
+        with pytest.raises(RuntimeError, match="max number of clients"):
+            consumer(db, "T")
+    finally:
+        admin.config_set("maxclients", maxclients)
+    assert db.get("a") == "value-of-a"
 
 
 @dataclass

@@ -10,7 +10,7 @@ from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
 from .dbconnector import DBConnector
 from .redis_command import REDIS_REPLY_INTEGER
-from .redis_transactioner import exec_results
+from .redis_transactioner import discarded_on_failure, exec_results
 
 
 class ConsumerStateTable(ConsumerTableBase):
@@ -26,10 +26,11 @@ class ConsumerStateTable(ConsumerTableBase):
         # set that is not a set: RuntimeError with the binding's message.
         while True:
             conn.command("WATCH", self.getKeySetName())
-            conn.command("MULTI")
-            conn.command("SCARD", self.getKeySetName())
-            self.subscribe(db, self.getChannelName(db.getDbId()))
-            result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER,))
+            with discarded_on_failure(conn):
+                conn.command("MULTI")
+                conn.command("SCARD", self.getKeySetName())
+                self.subscribe(db, self.getChannelName(db.getDbId()))
+                result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER,))
             if result is not None:
                 break
         self.setQueueLength(result[0])

@@ -8,7 +8,7 @@ from ..schema import OP_QUEUE_SUFFIX
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
 from .dbconnector import DBConnector
 from .redis_command import REDIS_REPLY_INTEGER
-from .redis_transactioner import exec_results
+from .redis_transactioner import discarded_on_failure, exec_results
 
 
 class ConsumerTable(ConsumerTableBase):
@@ -24,11 +24,12 @@ class ConsumerTable(ConsumerTableBase):
         # a list: RuntimeError with the binding's message.
         while True:
             conn.command("WATCH", self.getKeyValueOpQueueTableName())
-            conn.command("MULTI")
-            conn.command("LLEN", self.getKeyValueOpQueueTableName())
-            self.subscribe(db, self.getChannelName(db.getDbId()))
-            conn.command("LLEN", self.getKeyValueOpQueueTableName())
-            result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER, REDIS_REPLY_INTEGER))
+            with discarded_on_failure(conn):
+                conn.command("MULTI")
+                conn.command("LLEN", self.getKeyValueOpQueueTableName())
+                self.subscribe(db, self.getChannelName(db.getDbId()))
+                conn.command("LLEN", self.getKeyValueOpQueueTableName())
+                result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER, REDIS_REPLY_INTEGER))
             if result is not None:
                 break
         self.setQueueLength(result[0] // 3)  # key, value and op are three list items

@@ -7,16 +7,31 @@ opaque redisReply pointer (dequeueReply) is a RedisReply holding the value here.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .connection import RedisConnection, RedisError
 from .dbconnector import DBConnector
 from .redis_command import REDIS_REPLY_ARRAY, REDIS_REPLY_STATUS, RedisCommand, RedisReply, check_reply_type, reply_type
 
 #: what the C++ exec() throws (a std::system_error with EIO, whose what() appends strerror)
 UNEXPECTED_RESULT = "Got unexpected result: Input/output error"
 WRONG_COUNT = "Got to different number of answers!: Input/output error"
+
+
+@contextlib.contextmanager
+def discarded_on_failure(conn: RedisConnection) -> Iterator[None]:
+    """Around MULTI ... EXEC: an exception before EXEC (a subscription that could not be made, a
+    signal) sends DISCARD, so the connection is not left queueing every later command (a get
+    answered "QUEUED"). Nothing is sent when it ends normally."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(RedisError):  # not in MULTI any more, or the connection is unusable
+            conn.command("DISCARD")
+        raise
 
 
 def exec_results(replies: Any, expected: Sequence[int]) -> list[Any] | None:
