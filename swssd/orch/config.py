@@ -294,6 +294,9 @@ class TableConfig(_Section):
     #: seconds this table may have work due with no handler call ending before it is reported
     #: stalled (default: [daemon] stall_after)
     stall_after: Seconds | None = None
+    #: consume this table even though one of SONiC's own daemons pops it (orchagent's ROUTE_TABLE):
+    #: silences the warning, for a lab with no such daemon or a plugin meant to replace it
+    take_from_sonic: bool = False
 
     _kind_explicit: bool = PrivateAttr(True)
 

@@ -46,6 +46,7 @@ from .orch import connector_key
 from .plugins import PluginError
 from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
+from .sonic_tables import sonic_table_warnings
 from .stall import stalled_tables, watch_stalls
 from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
@@ -231,7 +232,7 @@ class Daemon:
         config = self.config
         databases = self.databases
         databases.report_redis_settings()
-        for line in (*plugins.code_warnings(config), *config.timing_warnings()):
+        for line in (*plugins.code_warnings(config), *config.timing_warnings(), *sonic_table_warnings(config)):
             log.warning(line)
         databases.load()
         for i, oc in enumerate(config.orchs):

@@ -12,6 +12,7 @@ import argparse
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
 from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
+from ..orch.sonic_tables import sonic_table_warnings
 from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..schema import DATABASES
 
@@ -57,7 +58,7 @@ def check(config: Config) -> list[str]:
     plugins.use_config_dir(config)
     databases = _Databases(config)
     lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config),
-                                                 *config.timing_warnings())]
+                                                 *config.timing_warnings(), *sonic_table_warnings(config))]
     for i, oc in enumerate(config.orchs):
         for j, t in enumerate(oc.tables):
             databases.check(t.db, f"orchs.{i}.tables.{j}.db", t.namespace)
