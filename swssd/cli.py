@@ -157,7 +157,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         database_config = server.write_database_config()
-        code = uvloop.run(run_demo(database_config, args.seconds, args.capture))
+        code = uvloop.run(run_demo(database_config, args.seconds, args.capture, args.host))
         if code == 0 and args.dump is not None:
             uvloop.run(_dump_appl_db(database_config, args.dump))
         return code
@@ -272,6 +272,11 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
         "--capture", type=Path, metavar="DIR",
         help="also capture every popped task to DIR (swssd.capture.jsonl and swss.rec), "
              "as [capture] does: something for `swssd replay` to read",
+    )
+    parser.add_argument(
+        "--host", metavar="NAME",
+        help="the host the capture names (default: this machine's name): demos captured as different "
+             "hosts replay as different switches",
     )
     parser.add_argument(
         "--dump", type=Path, metavar="FILE",

@@ -189,6 +189,9 @@ def test_check_catches_a_broken_config_with_exit_2(
     ("from swssd import Orch\n", "bad_orch:Missing", "module 'bad_orch' has no 'Missing'"),
     ("from swssd import Orch\nclass X(Orch):\n    def __init__(self):\n        raise ValueError('no')\n"
      "    async def handle(self, table, task):\n        pass\n", "bad_orch.py:X", "X() failed: ValueError: no"),
+    # the compiler's error is located in the plugin file, not in importlib
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch:X", "/bad_orch.py, line 3)"),
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch.py:X", "/bad_orch.py, line 3)"),
 ])
 def test_check_catches_a_broken_plugin_with_exit_3(
     clean_redis: EmbeddedRedis, tmp_path: Path, source: str, spec: str, problem: str

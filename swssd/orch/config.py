@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import ssl
 import tomllib
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -478,8 +480,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(path, field or None, msg) from None
+        raise ConfigError(path, field or None, _problem(exc, raw)) from None
     if path is not None:
         base = Path(path).resolve().parent
         config.redis.database_config = _resolve(base, config.redis.database_config)
@@ -494,6 +495,50 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
     _check_tables(config)
     _check_files(config)
     return config
+
+
+def _problem(exc: ValidationError, raw: dict[str, Any]) -> str:
+    """The first error's text, with what a reader needs to fix it: the [[orchs]] entry by its name
+    (not its 0-based index), and an unknown key by name, with the known key it resembles (a
+    misspelt `tabels` also makes `tables` missing, which pydantic reports first)."""
+    errors = exc.errors()
+    first = errors[0]
+    msg = first["msg"].removeprefix("Value error, ")
+    unknown = next((e for e in errors if e["type"] == "extra_forbidden"), None)
+    if unknown is not None:
+        key = str(unknown["loc"][-1])
+        near = difflib.get_close_matches(key, _keys_at(unknown["loc"][:-1]), n=1)
+        hint = f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+        if unknown is first:
+            msg = f"{msg}: {hint}"
+        else:
+            beside = unknown["loc"][:-1] == first["loc"][:-1]
+            where = ".".join(str(p) for p in unknown["loc"][:-1])
+            msg += f"; {hint}" + (f" in {where}" if where and not beside else "")
+    loc = first["loc"]
+    if len(loc) >= 2 and loc[0] == "orchs" and isinstance(loc[1], int):
+        entries = raw.get("orchs")
+        entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+        name = (entry.get("name") or entry.get("plugin")) if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            msg = f"{msg} (the [[orchs]] entry {name!r})"
+    return msg
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the config's model takes at `loc` (a section, an [[orchs]] entry, its tables)."""
+    model: type[BaseModel] = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field is not None else None
+        inner = [*typing.get_args(annotation), annotation]
+        found = next((t for t in inner if isinstance(t, type) and issubclass(t, BaseModel)), None)
+        if found is None:
+            return []
+        model = found
+    return list(model.model_fields)
 
 
 def _check_files(config: Config) -> None:
