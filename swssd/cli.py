@@ -33,7 +33,7 @@ from .orch.config import DEFAULT_CONFIG, Config, load_config
 from .orch.plugins import PluginError, use_config_dir
 from .redis.connector import DBConnector
 from .redis.embedded_redis import EmbeddedRedis
-from .tools import check, db, dump, produce, status, watch
+from .tools import check, db, dead_letters, dump, produce, status, watch
 from .tools.connect import ConnectionOptionsError, namespaced
 
 EXIT_CONFIG = 2
@@ -237,6 +237,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     return int(status.run(args))
 
 
+def cmd_dead_letters(args: argparse.Namespace) -> int:
+    prog = "swssd dead-letters"
+    try:
+        return int(uvloop.run(dead_letters.run(args)))
+    except dead_letters.DeadLetterArgsError as exc:
+        return _fail(str(exc), EXIT_CONFIG, prog)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_CONFIG, prog)
+    except BrokenPipeError:  # `swssd dead-letters list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (RedisUnreachableError, RedisError, SwssdError, OSError) as exc:
+        return _fail(str(exc) or type(exc).__name__, 1, prog)
+
+
 def cmd_replay(argv: list[str]) -> int:
     from .replay.cli import main as replay_main
 
@@ -369,6 +384,16 @@ def build_parser() -> argparse.ArgumentParser:
         "loop lag and reconnects.",
         epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, a table stalled, not ready), "
         "2 endpoint unreachable or no endpoint in the config.",
+    )
+    _command(
+        sub, "dead-letters", cmd_dead_letters, dead_letters.add_arguments,
+        help="list, show, retry or purge the tasks a daemon gave up on (kept in Redis)",
+        description="A daemon keeps every task it dead-lettered (failed max_attempts times, or set aside by "
+        "the crash-loop guard) with the reason, in a capped Redis stream per database "
+        "(_SWSSD_DEAD_LETTERS:<instance>). Give the daemon's --config. `retry` sends tasks back through "
+        "the table's channel, so the running daemon handles them with the table's current rules.",
+        epilog=f"exit status: 0 done; 1 Redis unreachable or a Redis error, or a dead letter not found or not "
+        f"retried; {EXIT_CONFIG} invalid config or arguments.",
     )
     # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.
     sub.add_parser(

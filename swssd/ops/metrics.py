@@ -89,6 +89,13 @@ class ZmqFigures(Protocol):
     def paused(self) -> bool: ...
 
 
+class DeadLetterSizes(Protocol):
+    """The dead-letter store (swssd.orch.dead_letters): entries kept per database."""
+
+    @property
+    def sizes(self) -> Mapping[str, int]: ...
+
+
 class DaemonFigures(Protocol):
     """What the daemon shows on a scrape and on /health."""
 
@@ -104,6 +111,8 @@ class DaemonFigures(Protocol):
     def redis_up(self) -> bool: ...
     @property
     def serving(self) -> bool: ...
+    @property
+    def dead_letters(self) -> DeadLetterSizes: ...
 
 
 class LoopProbe:
@@ -173,6 +182,11 @@ class DaemonCollector(Collector):
         reconnects.add_metric(["command"], d.command_reconnects)
         yield reconnects
         yield from _zmq_families(d)
+        dead = GaugeMetricFamily("swssd_dead_letters", "Dead letters kept in Redis (`swssd dead-letters list`), "
+                                 "per database", labels=["db"])
+        for db, size in sorted(dict(d.dead_letters.sizes).items()):
+            dead.add_metric([db], size)
+        yield dead
         yield GaugeMetricFamily(
             "swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag
         )

@@ -415,6 +415,9 @@ class DaemonConfig(_Section):
     #: C++ 10,000): with 1 MB messages, about twice this many MB per flooding peer. 64 and more
     #: read small messages 0.3-0.4 us faster each.
     zmq_receive_hwm: int = Field(16, ge=2, le=100_000)
+    #: Dead letters kept per database in `_SWSSD_DEAD_LETTERS:<instance>` (a Redis stream; the
+    #: oldest go first): `swssd dead-letters` lists, retries and purges them.
+    dead_letters_max: int = Field(10_000, ge=1, le=MAX_COUNT)
 
 
 class Config(_Section):

@@ -100,6 +100,8 @@ class OrchRuntime:
 
 
 DeadLetterHook = Callable[["TableWorker", KeyOpFieldsValues, str], None]
+#: what a worker calls for each task it gives up on: (worker, task, reason, failed attempts)
+OnDeadLetter = Callable[["TableWorker", KeyOpFieldsValues, str, int], None]
 
 
 class TableWorker:
@@ -116,7 +118,7 @@ class TableWorker:
         consumer: Consumer,
         db_name: str,
         pending_limit: int,
-        on_dead_letter: DeadLetterHook,
+        on_dead_letter: OnDeadLetter,
         select: Select,
         *,
         table: str,
@@ -218,10 +220,10 @@ class TableWorker:
         self._wakeup.set()
         self.clock.woken()
 
-    def dead_letter(self, task: KeyOpFieldsValues, reason: str) -> None:
+    def dead_letter(self, task: KeyOpFieldsValues, reason: str, attempts: int = 0) -> None:
         """Give a task up without running it (the take-over's poison check), as max_attempts does."""
         self.stats.dead_lettered += 1
-        self._on_dead_letter(self, task, reason)
+        self._on_dead_letter(self, task, reason, attempts)
 
     async def wait_for_room(self) -> None:
         """Until the pending map is below its limit again (down to resume_below): what feeds it
@@ -466,7 +468,7 @@ class TableWorker:
                 reason=reason, exc_info=exc_info,
             )
             self.pending.done(entry)
-            self._on_dead_letter(self, task, reason)
+            self._on_dead_letter(self, task, reason, entry.attempts)
             return
         delay = retry_delay(entry.attempts, retry.backoff_initial, retry.backoff_max)
         entry.not_before = self._loop.time() + delay
