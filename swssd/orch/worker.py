@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_left
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import structlog
 
@@ -104,6 +105,18 @@ DeadLetterHook = Callable[["TableWorker", KeyOpFieldsValues, str], None]
 OnDeadLetter = Callable[["TableWorker", KeyOpFieldsValues, str, int], None]
 
 
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The time and timers a worker runs by: the event loop's, or a test's virtual clock
+    (swssd.testing.VirtualClock), which makes retries and backoff instant and deterministic."""
+
+    def time(self) -> float: ...
+    def call_at(self, when: float, callback: Callable[[], None], /) -> Cancellable: ...
+
+
 class TableWorker:
     """Pending map, handler task, retry/backoff/dead-letter policy and counters of one table.
 
@@ -124,6 +137,7 @@ class TableWorker:
         table: str,
         kind: TableKind = "state",
         stall_after: float = DEFAULT_STALL_AFTER,
+        timers: Timers | None = None,
     ) -> None:
         self.runtime = runtime
         self.orch = runtime.orch
@@ -154,8 +168,8 @@ class TableWorker:
         self._closing = False
         #: the soonest loop time a task of this pass may run again
         self._next_at: float | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: Timers = timers if timers is not None else asyncio.get_running_loop()
         #: seconds with work due and no handler call ended, after which the table is stalled
         self.stall_after = stall_after
         self.clock = ProgressClock(self._loop.time)
@@ -163,7 +177,7 @@ class TableWorker:
         # and the call the watchdog cancelled
         self._started: float | None = None
         self._call = 0
-        self._watchdog: asyncio.TimerHandle | None = None
+        self._watchdog: Cancellable | None = None
         self._timed_out_call = 0
         self._log = log.bind(orch=self.orch.name, db=db_name, table=self.table)
         runtime.workers.append(self)
@@ -239,7 +253,14 @@ class TableWorker:
         self._task = asyncio.ensure_future(self._run())
         return self._task
 
-    def finish(self) -> asyncio.Task[None] | None:
+    def step(self) -> asyncio.Task[float | None]:
+        """One pass over the pending map in a task of its own, instead of the worker's loop: how
+        swssd.testing.OrchHarness runs a worker by its virtual clock. The task returns when to look
+        again (a time, 0.0 for at once, None with nothing pending)."""
+        self._task = asyncio.ensure_future(self._pass())
+        return self._task
+
+    def finish(self) -> asyncio.Task[Any] | None:
         """Shutting down: run what is pending, failed tasks again after their backoff, tasks
         waiting on Retry once more now; the task ends when only Retry-waiting tasks are left
         (or the daemon cancels it at shutdown_timeout). What is left stays pending."""
