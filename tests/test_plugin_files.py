@@ -61,15 +61,17 @@ def swssd(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
                           env=clean_env(), cwd=cwd)
 
 
-def test_readme_plugin_test_passes(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+def test_readme_plugin_test_passes(tmp_path: Path) -> None:
+    """With swssd's pytest plugin (its fixtures) and nothing else: no conftest, no config."""
     (tmp_path / "mirror_orch.py").write_text(plugin_source())
-    (tmp_path / "test_mirror_orch.py").write_text(readme_block("python", "def test_a_route_waits_for_its_port"))
+    test = readme_block("python", "def test_a_route_waits_for_its_port")
+    (tmp_path / "test_mirror_orch.py").write_text(test)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mirror_orch.py"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(REDIS_URL=clean_redis.url),
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_mirror_orch.py"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "1 passed" in out.stdout
+    assert f"{test.count(chr(10) + 'async def test_')} passed" in out.stdout
 
 
 async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
