@@ -4,13 +4,34 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from swssd import DBConnector
 from swssd.redis.embedded_redis import EmbeddedRedis
+
+# Hypothesis keeps no example database: a failing example is printed with the failure, to be
+# pinned with @example. Its other files (a cache of constants) go to a temp dir of the run, removed
+# at its end, not to .hypothesis/ in the working directory: the suite leaves nothing in the tree.
+settings.register_profile("swssd", database=None)
+settings.load_profile("swssd")
+_HYPOTHESIS_HOME: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _HYPOTHESIS_HOME.append(tempfile.mkdtemp(prefix="swssd-hypothesis-"))
+    set_hypothesis_home_dir(_HYPOTHESIS_HOME[-1])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _HYPOTHESIS_HOME:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
