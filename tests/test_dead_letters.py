@@ -13,6 +13,7 @@ from daemon_harness import DaemonProcess, read_records, wait_until, write_config
 from swssd import DBConnector, KeyOpFieldsValues, ProducerStateTable, Table
 from swssd.orch.dead_letters import DeadLetterStore, stream_key
 from swssd.redis.embedded_redis import EmbeddedRedis
+from swssd.testing import DaemonRunner
 
 CLI = [sys.executable, "-m", "swssd.cli"]
 
@@ -52,6 +53,9 @@ async def test_a_dead_letter_is_listed_retried_after_the_fix_and_purged(
         assert (letter["db"], letter["table"], letter["key"], letter["op"]) == ("APPL_DB", "DL", "broken1", "SET")
         assert letter["fvs"] == [["nexthop", "10.0.0.1"]] and letter["attempts"] == 3
         assert letter["reason"] == "RuntimeError: no route to broken1's next hop"
+        before = subprocess.run([*CLI, "dead-letters", "--config", str(config), "list"], capture_output=True,
+                                text=True, timeout=60)
+        assert before.returncode == 0 and "broken1" in before.stdout, before.stderr
         text = dead_letters(config, "list").stdout
         assert "broken1" in text and "no route to broken1's next hop" in text and "attempts=3" in text
         shown = json.loads(dead_letters(config, "show", letter["id"]).stdout)
@@ -86,22 +90,29 @@ async def test_a_dead_letter_is_listed_retried_after_the_fix_and_purged(
         assert daemon.stop() == 0
 
 
-async def test_the_daemon_keeps_at_most_dead_letters_max(
+async def test_the_daemon_keeps_at_most_dead_letters_max_and_counts_them(
     clean_redis: EmbeddedRedis, db: DBConnector, tmp_path: Path,
 ) -> None:
-    config = _config(tmp_path, clean_redis, dead_letters_max=5)
-    daemon = DaemonProcess(config, tmp_path / "log")
-    try:
-        daemon.wait_ready()
+    doc = {
+        "daemon": {"dead_letters_max": 5},
+        "metrics": {"enabled": True},
+        "orchs": [{
+            "plugin": "orch_plugins:TroubleOrch", "options": {"record": str(tmp_path / "rec")},
+            "retry": {"max_attempts": 1}, "tables": [{"db": "APPL_DB", "table": "DL"}],
+        }],
+    }
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent)}
+    with DaemonRunner(doc, redis=clean_redis, directory=tmp_path, env=env) as daemon:
         producer = ProducerStateTable(db, "DL")
         for i in range(30):
             await producer.set(f"fail{i:02}", [("f", str(i))])
-        daemon.wait_for_log("task dead-lettered", count=30)
+        daemon.wait_for("task dead-lettered", count=30)
+        config = daemon.config
         assert wait_until(lambda: len(listed(config)) == 5, 20)  # the newest five (pops come in any order)
         keys = [d["key"] for d in listed(config)]
         assert len(set(keys)) == 5 and all(k.startswith("fail") for k in keys)
-    finally:
-        assert daemon.stop() == 0
+        assert daemon.metrics()['swssd_dead_letters{db="APPL_DB"}'] == 5
+    assert daemon.exit_status == 0
 
 
 async def test_the_store_stays_bounded_under_100000_failures(db: DBConnector) -> None:

@@ -49,10 +49,12 @@ class DeadLetterArgsError(ValueError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    config_help = f"the daemon's TOML config: its Redis, instance and tables (default: {DEFAULT_CONFIG})"
+    # before or after the action: `swssd dead-letters --config F list` and `... list --config F`
+    parser.add_argument("--config", "-c", metavar="FILE", dest="config_before", help=config_help)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", "-c", metavar="FILE", default=DEFAULT_CONFIG,
-                        help="the daemon's TOML config: its Redis, instance and tables")
+    common.add_argument("--config", "-c", metavar="FILE", help=config_help)
     select = argparse.ArgumentParser(add_help=False)
     select.add_argument("ids", nargs="*", metavar="ID", help="dead letters by id (<db>/<stream id>, as list prints)")
     select.add_argument("--table", help="only this table's")
@@ -209,7 +211,7 @@ async def _send_again(db: DBConnector, kind: str, letter: DeadLetter) -> str | N
 
 
 async def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config or args.config_before or DEFAULT_CONFIG)
     stores = Stores(config)
     try:
         await stores.open()
