@@ -135,3 +135,33 @@ def test_bad_selections_are_one_line_and_exit_2(clean_redis: EmbeddedRedis, tmp_
         assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
     out = dead_letters(config, "show", "APPL_DB/1-0")
     assert out.returncode == 1 and "no dead letter" in out.stderr
+
+
+async def test_a_task_the_crash_loop_guard_sets_aside_is_kept(
+    clean_redis: EmbeddedRedis, db: DBConnector, tmp_path: Path,
+) -> None:
+    """A task that kills the daemon each start is set aside by the crash-loop guard, and kept as a
+    dead letter with that reason."""
+    config = write_config(tmp_path, clean_redis, {"orchs": [{
+        "plugin": "orch_plugins:PoisonOrch", "options": {"record": str(tmp_path / "r.jsonl")},
+        "tables": [{"db": "APPL_DB", "table": "POISONED"}],
+    }]})
+    first = DaemonProcess(config, tmp_path / "log0")
+    first.wait_ready()
+    await ProducerStateTable(db, "POISONED").set("poison1", [("f", "v")])
+    assert first.wait(30) == 1
+    for start in range(1, 8):  # crashing again on the task taken over, until the guard sets it aside
+        daemon = DaemonProcess(config, tmp_path / f"log{start}")
+        if not wait_until(lambda d=daemon: bool(d.events("ready")) or d.proc.poll() is not None, 30):
+            daemon.kill()
+            raise AssertionError("the daemon neither got ready nor exited")
+        if daemon.proc.poll() is None:
+            break
+        daemon.wait()
+    try:
+        assert wait_until(lambda: len(listed(config)) == 1, 20)
+        [letter] = listed(config)
+        assert (letter["table"], letter["key"], letter["op"]) == ("POISONED", "poison1", "SET")
+        assert "crash" in letter["reason"], letter["reason"]
+    finally:
+        assert daemon.stop() == 0
