@@ -84,7 +84,8 @@ async def test_a_dead_letter_is_listed_retried_after_the_fix_and_purged(
         assert out.returncode == 0 and "purged 1 dead letter" in out.stdout
         assert sorted(d["key"] for d in listed(config)) == ["fail1", "fail2", "fail3"]
         assert dead_letters(config, "purge", "--older-than", "1h").stdout.startswith("purged 0 ")
-        assert dead_letters(config, "purge").returncode == 0
+        assert dead_letters(config, "purge", "--all", "--table", "DL").returncode == 2
+        assert dead_letters(config, "purge", "--all").returncode == 0
         assert listed(config) == []
     finally:
         assert daemon.stop() == 0

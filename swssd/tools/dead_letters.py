@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument("--config", "-c", metavar="FILE", help=config_help)
     select = argparse.ArgumentParser(add_help=False)
     select.add_argument("ids", nargs="*", metavar="ID", help="dead letters by id (<db>/<stream id>, as list prints)")
+    select.add_argument("--all", action="store_true", help="every dead letter: the same as no selection")
     select.add_argument("--table", help="only this table's")
     select.add_argument("--key", metavar="PATTERN", help="only keys matching this glob (fnmatch: *, ?, [...])")
     select.add_argument("--older-than", metavar="AGE", help="only those dead-lettered longer ago than AGE "
@@ -151,6 +152,8 @@ def full_id(name: str, letter: DeadLetter) -> str:
 
 def _selected(entries: list[tuple[str, DeadLetter]], args: argparse.Namespace) -> list[tuple[str, DeadLetter]]:
     ids = set(getattr(args, "ids", []) or [])
+    if getattr(args, "all", False) and (ids or args.table or args.key or args.older_than):
+        raise DeadLetterArgsError("--all selects every dead letter: give it alone, or a selection without it")
     for given in ids:
         if "/" not in given:
             raise DeadLetterArgsError(f"{given!r} is no dead-letter id: ids are <db>/<stream id>, as list prints them")
