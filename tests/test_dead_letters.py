@@ -113,6 +113,9 @@ async def test_the_daemon_keeps_at_most_dead_letters_max_and_counts_them(
         keys = [d["key"] for d in listed(config)]
         assert len(set(keys)) == 5 and all(k.startswith("fail") for k in keys)
         assert daemon.metrics()['swssd_dead_letters{db="APPL_DB"}'] == 5
+        url = daemon.events("serving metrics")[0]["url"]
+        status = subprocess.run([*CLI, "status", "--metrics-url", url], capture_output=True, text=True, timeout=60)
+        assert "dead letters kept: APPL_DB 5 (swssd dead-letters list)" in status.stdout, status.stdout
     assert daemon.exit_status == 0
 
 

@@ -87,6 +87,8 @@ class Snapshot:
     tables: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     scalars: dict[str, float] = field(default_factory=dict)
     reconnects: dict[str, float] = field(default_factory=dict)
+    #: dead letters kept in Redis, per database
+    dead_letters: dict[str, float] = field(default_factory=dict)
 
 
 def parse(text: str) -> Snapshot:
@@ -107,6 +109,8 @@ def parse(text: str) -> Snapshot:
                     row["latency_count"] = sample.value
                 elif name == "table_stalled":
                     row["stalled"] = sample.value
+            elif name == "dead_letters":
+                snap.dead_letters[sample.labels.get("db", "?")] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -154,6 +158,9 @@ def render(snap: Snapshot) -> str:
     lines.append("")
     lines.append(LEGEND)
     lines.append(f"loop lag {lag * 1000:.1f} ms; reconnects: {reconnects}")
+    if any(snap.dead_letters.values()):
+        kept = ", ".join(f"{db} {int(n)}" for db, n in sorted(snap.dead_letters.items()) if n)
+        lines.append(f"dead letters kept: {kept} (swssd dead-letters list)")
     return "\n".join(lines)
 
 
