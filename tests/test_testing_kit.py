@@ -159,6 +159,7 @@ async def test_the_examples_end_to_end_with_daemon_runner(swssd_redis: EmbeddedR
 
         await eventually(installed)
         assert daemon.events("route installed")[0]["prefix"] == "10.0.0.0/24"
+        assert daemon.health()[0] == 200
         metrics = daemon.metrics()
         assert metrics['swssd_handled_total{db="APPL_DB",table="EXAMPLE_ROUTE_TABLE"}'] == 1
     assert daemon.exit_status == 0

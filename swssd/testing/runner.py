@@ -2,7 +2,7 @@
 KopfRunner runs an operator: started in the background, waited on until ready, its log lines
 and metrics at hand, stopped with SIGTERM and its exit status kept.
 
-    with DaemonRunner(config) as daemon:      # waits for the daemon's "ready" line
+    with DaemonRunner(config) as daemon:      # waits for the daemon's "ready" line (every table served)
         ...                                    # produce, then wait_until(...) on what the plugin wrote
     assert daemon.exit_status == 0
 
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -185,12 +186,23 @@ class DaemonRunner:
                 raise DaemonError(f"no {event!r} log line ({why}); the daemon's log ends:\n{self.output[-3000:]}")
             time.sleep(0.02)
 
-    def metrics(self, timeout: float = 5.0) -> dict[str, float]:
-        """The /metrics endpoint's samples, `name{label="value",...}` -> value (needs [metrics])."""
+    def _endpoint(self, path: str) -> str:
         served = self.events("serving metrics")
         if not served:
             raise DaemonError("the daemon serves no metrics: set [metrics] enabled = true in its config")
-        with urllib.request.urlopen(served[-1]["url"], timeout=timeout) as reply:
+        return str(served[-1]["url"]).removesuffix("/metrics") + path
+
+    def health(self, timeout: float = 5.0) -> tuple[int, str]:
+        """GET /health (needs [metrics]): 200 and "OK" while healthy, else 503 and the reason."""
+        try:
+            with urllib.request.urlopen(self._endpoint("/health"), timeout=timeout) as reply:
+                return reply.status, reply.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def metrics(self, timeout: float = 5.0) -> dict[str, float]:
+        """The /metrics endpoint's samples, `name{label="value",...}` -> value (needs [metrics])."""
+        with urllib.request.urlopen(self._endpoint("/metrics"), timeout=timeout) as reply:
             text = reply.read().decode()
         samples = {}
         for family in text_string_to_metric_families(text):
