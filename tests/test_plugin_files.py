@@ -61,15 +61,17 @@ def swssd(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
                           env=clean_env(), cwd=cwd)
 
 
-def test_readme_plugin_test_passes(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+def test_readme_plugin_test_passes(tmp_path: Path) -> None:
+    """With swssd's pytest plugin (its fixtures) and nothing else: no conftest, no config."""
     (tmp_path / "mirror_orch.py").write_text(plugin_source())
-    (tmp_path / "test_mirror_orch.py").write_text(page_block("python", "def test_a_route_waits_for_its_port"))
+    test = page_block("python", "def test_a_route_waits_for_its_port")
+    (tmp_path / "test_mirror_orch.py").write_text(test)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mirror_orch.py"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(REDIS_URL=clean_redis.url),
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_mirror_orch.py"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "1 passed" in out.stdout
+    assert f"{test.count(chr(10) + 'async def test_')} passed" in out.stdout
 
 
 async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
@@ -189,6 +191,9 @@ def test_check_catches_a_broken_config_with_exit_2(
     ("from swssd import Orch\n", "bad_orch:Missing", "module 'bad_orch' has no 'Missing'"),
     ("from swssd import Orch\nclass X(Orch):\n    def __init__(self):\n        raise ValueError('no')\n"
      "    async def handle(self, table, task):\n        pass\n", "bad_orch.py:X", "X() failed: ValueError: no"),
+    # the compiler's error is located in the plugin file, not in importlib
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch:X", "/bad_orch.py, line 3)"),
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch.py:X", "/bad_orch.py, line 3)"),
 ])
 def test_check_catches_a_broken_plugin_with_exit_3(
     clean_redis: EmbeddedRedis, tmp_path: Path, source: str, spec: str, problem: str

@@ -38,6 +38,7 @@ import os
 import py_compile
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -168,9 +169,13 @@ def opt_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
     compat mode: a path), into a directory of the test's own."""
     assert [b.text.strip() for b in of_kind("opt-in-install")] == [OPT_IN_INSTALL]
     target = tmp_path_factory.mktemp("opt-in")
+    # from a copy of compat/: an editable install writes its swssd_swsscommon.egg-info into the
+    # project it installs, which must not be left in the source tree
+    source = tmp_path_factory.mktemp("opt-in-source")
+    shutil.copytree(ROOT / "compat", source / "compat")
     words = shlex.split(OPT_IN_INSTALL)[1:]  # what follows the venv's pip
     out = subprocess.run([sys.executable, "-m", "pip", *words, "--target", str(target)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT, env=clean_env())
+                         capture_output=True, text=True, timeout=300, cwd=source, env=clean_env())
     assert out.returncode == 0, out.stderr[-3000:]
     return target
 

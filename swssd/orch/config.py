@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import ssl
 import tomllib
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -321,6 +323,9 @@ class TableConfig(_Section):
     #: seconds this table may have work due with no handler call ending before it is reported
     #: stalled (default: [daemon] stall_after)
     stall_after: Seconds | None = None
+    #: consume this table even though one of SONiC's own daemons pops it (orchagent's ROUTE_TABLE):
+    #: silences the warning, for a lab with no such daemon or a plugin meant to replace it
+    take_from_sonic: bool = False
 
     _kind_explicit: bool = PrivateAttr(True)
 
@@ -465,6 +470,9 @@ class DaemonConfig(_Section):
     #: C++ 10,000): with 1 MB messages, about twice this many MB per flooding peer. 64 and more
     #: read small messages 0.3-0.4 us faster each.
     zmq_receive_hwm: int = Field(16, ge=2, le=100_000)
+    #: Dead letters kept per database in `_SWSSD_DEAD_LETTERS:<instance>` (a Redis stream; the
+    #: oldest go first): `swssd dead-letters` lists, retries and purges them.
+    dead_letters_max: int = Field(10_000, ge=1, le=MAX_COUNT)
 
 
 #: The reconcile timer when CONFIG_DB `WARM_RESTART|<container>` has no `<app>_timer`: SONiC's
@@ -551,8 +559,7 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(path, field or None, msg) from None
+        raise ConfigError(path, field or None, _problem(exc, raw)) from None
     if path is not None:
         base = Path(path).resolve().parent
         config.redis.database_config = _resolve(base, config.redis.database_config)
@@ -567,6 +574,50 @@ def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
     _check_tables(config)
     _check_files(config)
     return config
+
+
+def _problem(exc: ValidationError, raw: dict[str, Any]) -> str:
+    """The first error's text, with what a reader needs to fix it: the [[orchs]] entry by its name
+    (not its 0-based index), and an unknown key by name, with the known key it resembles (a
+    misspelt `tabels` also makes `tables` missing, which pydantic reports first)."""
+    errors = exc.errors()
+    first = errors[0]
+    msg = first["msg"].removeprefix("Value error, ")
+    unknown = next((e for e in errors if e["type"] == "extra_forbidden"), None)
+    if unknown is not None:
+        key = str(unknown["loc"][-1])
+        near = difflib.get_close_matches(key, _keys_at(unknown["loc"][:-1]), n=1)
+        hint = f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+        if unknown is first:
+            msg = f"{msg}: {hint}"
+        else:
+            beside = unknown["loc"][:-1] == first["loc"][:-1]
+            where = ".".join(str(p) for p in unknown["loc"][:-1])
+            msg += f"; {hint}" + (f" in {where}" if where and not beside else "")
+    loc = first["loc"]
+    if len(loc) >= 2 and loc[0] == "orchs" and isinstance(loc[1], int):
+        entries = raw.get("orchs")
+        entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+        name = (entry.get("name") or entry.get("plugin")) if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            msg = f"{msg} (the [[orchs]] entry {name!r})"
+    return msg
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the config's model takes at `loc` (a section, an [[orchs]] entry, its tables)."""
+    model: type[BaseModel] = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field is not None else None
+        inner = [*typing.get_args(annotation), annotation]
+        found = next((t for t in inner if isinstance(t, type) and issubclass(t, BaseModel)), None)
+        if found is None:
+            return []
+        model = found
+    return list(model.model_fields)
 
 
 def _check_files(config: Config) -> None:

@@ -103,14 +103,16 @@ class _Producer:
                 await self.route(f"192.168.{i}.0/24", self.rng.choice(PORTS[:6]))
 
 
-async def run_demo(database_config: Path, seconds: float, capture: Path | None = None) -> int:
+async def run_demo(database_config: Path, seconds: float, capture: Path | None = None, host: str | None = None) -> int:
     """Run the daemon with the example plugins and the producer for `seconds` (or until Ctrl-C);
-    with `capture`, the daemon also writes its capture files (JSON Lines and swss.rec) there."""
+    with `capture`, the daemon also writes its capture files (JSON Lines and swss.rec) there,
+    naming `host` (default: this machine's name) as the switch they come from."""
     config = example_config(database_config)
     if capture is not None:
         config.capture.enabled = True
         config.capture.directory = capture
         config.capture.rec = True
+        config.capture.host = host
     config.redis.password = None  # the private redis-server has none; $SWSSD_REDIS_PASSWORD is another's
     daemon = Daemon(config)
     running = asyncio.ensure_future(daemon.run())
