@@ -29,7 +29,8 @@ from .errors import (
 )
 from .ops import logs as swssd_logging
 from .ops.files import reason
-from .orch.config import DEFAULT_CONFIG, Config, load_config
+from .orch.config import DEFAULT_CONFIG, Config
+from .orch.config_file import load_config
 from .orch.plugins import PluginError, use_config_dir
 from .redis.connector import DBConnector
 from .redis.embedded_redis import EmbeddedRedis

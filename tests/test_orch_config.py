@@ -8,7 +8,7 @@ import pytest
 
 from swssd.cli import EXIT_CONFIG, main
 from swssd.errors import ConfigError
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.orch.plugins import PluginError, load_class
 
 REPO = Path(__file__).resolve().parent.parent

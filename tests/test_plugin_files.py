@@ -16,7 +16,7 @@ import pytest
 
 from daemon_harness import DaemonProcess
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.orch.plugins import PluginError, load_class, use_config_dir
 from swssd.redis.embedded_redis import EmbeddedRedis
 

@@ -11,7 +11,7 @@ import pytest
 
 from daemon_harness import DaemonProcess, write_config
 from swssd.compat import schema as compat_schema
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.orch.sonic_tables import sonic_table_warnings
 from swssd.redis.embedded_redis import EmbeddedRedis
 from swssd.schema import APPL_DB_CONSUMERS_BESIDES_ORCHAGENT, APPL_DB_TABLES, sonic_consumer

@@ -281,9 +281,14 @@ class _TimerRun(_Zero):
     stalled = False
 
 
+class _DeadLetters(_Zero):
+    sizes: ClassVar = {"APPL_DB": 0}
+
+
 class _Daemon(_Zero):
     workers: ClassVar = [_Worker()]
     timer_runs: ClassVar = [_TimerRun()]
+    dead_letters = _DeadLetters()
     select = _Zero()
     zmq_servers: ClassVar = {"tcp://127.0.0.1:8100": _Zero()}
     redis_up = True

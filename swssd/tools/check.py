@@ -12,8 +12,8 @@ import argparse
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
 from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
-from ..orch.timers import resolve_timers
 from ..orch.sonic_tables import sonic_table_warnings
+from ..orch.timers import resolve_timers
 from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..schema import DATABASES
 

@@ -31,7 +31,8 @@ from ..channels.producer_table import ProducerTable
 from ..channels.table import Table
 from ..errors import ConfigError
 from ..fields import DEL_COMMAND
-from ..orch.config import DEFAULT_CONFIG, Config, TableConfig, load_config
+from ..orch.config import DEFAULT_CONFIG, Config, TableConfig
+from ..orch.config_file import load_config
 from ..orch.dead_letters import DeadLetter, decode, stream_key
 from ..orch.orch import connector_key
 from ..redis.connector import DBConnector

@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import ConfigError
-from ..orch.config import DEFAULT_CONFIG, MetricsConfig, load_config
+from ..orch.config import DEFAULT_CONFIG, MetricsConfig
+from ..orch.config_file import load_config
 
 COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
 #: What the two columns people mix up count (the log's "handler failed; will retry" is a failure).

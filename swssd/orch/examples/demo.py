@@ -15,7 +15,8 @@ from pathlib import Path
 import structlog
 
 from swssd import DBConnector, ProducerStateTable
-from swssd.orch.config import Config, config_from_dict
+from swssd.orch.config import Config
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.daemon import Daemon
 
 log = structlog.get_logger("swssd.demo")
