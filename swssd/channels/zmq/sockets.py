@@ -18,7 +18,8 @@ wake-up, not a future per message). A server (and a consumer's persistence) need
 
 What a server holds is bounded, so a peer can neither starve the process nor grow it without
 limit: its connections (`max_peers`, peers.py), a message's size (ZMQ_MAXMSGSIZE: a frame that
-declares more than the C++ limit closes its connection before anything is allocated), libzmq's
+declares more than the C++ limit closes its connection before anything is allocated; a message
+sent in parts that never ends closes it once its parts pass that limit, unfinished.py), libzmq's
 queue (`receive_hwm` messages a connection: libzmq counts messages, not bytes, and C++'s 10,000 of
 1 MB each is 10 GB), and the bytes read that its consumers did not pop yet (`max_buffer_bytes`).
 While those bytes are over the bound, or a consumer's table is paused, the server stops reading:
@@ -49,6 +50,7 @@ from .serializer import (
 )
 from .serializer import deserialize as _deserialize
 from .speedups import direct_address, read_single
+from .unfinished import FRAME_OVERHEAD, UnfinishedMessages
 
 log = structlog.get_logger(__name__)
 
@@ -89,6 +91,10 @@ _FAST_PAUSE = 16384
 #: malformed messages logged one by one; past this, one line per _LOG_EVERY
 _LOG_FIRST = 100
 _LOG_EVERY = 1000
+#: (db, table) names of unrouted messages logged once each, at most
+_UNROUTED_LOGGED = 1000
+#: characters of such a name kept (and logged)
+_UNROUTED_NAME = 100
 
 
 class ZmqSendError(SwssdError, OSError):
@@ -289,6 +295,9 @@ class ZmqServer:
         self._held: set[object] = set()
         self._reading = False
         self._peers: PeerGuard | None = None
+        self._unfinished: UnfinishedMessages | None = None
+        #: bytes of the messages taken off the socket, with FRAME_OVERHEAD a message
+        self.read_bytes = 0
         #: messages taken off the socket
         self.received = 0
         #: changes handed to consumers
@@ -298,7 +307,9 @@ class ZmqServer:
         #: well-formed messages for a (db, table) without a consumer
         self.dropped = 0
         self._handlers: dict[str, dict[str, ZmqMessageHandler]] = {}
-        self._unrouted_logged: set[tuple[str, str]] = set()
+        #: the (db, table) names already logged as unrouted, cut to _UNROUTED_NAME characters with
+        #: their lengths: a name may be megabytes
+        self._unrouted_logged: set[tuple[str, str, int, int]] = set()
         #: (header(), consumer) of the table the last message went to; None after (un)register
         self._route: tuple[bytes, ZmqMessageHandler] | None = None
         #: messages left to read without trying read_one(), and what it did since last judged
@@ -379,6 +390,11 @@ class ZmqServer:
         """Connections refused because max_peers was reached."""
         return self._peers.refused if self._peers is not None else 0
 
+    @property
+    def unfinished_peers(self) -> int:
+        """Connections shut down for sending more of an unfinished message than a message may hold."""
+        return self._unfinished.dropped if self._unfinished is not None else 0
+
     # -- the socket ---------------------------------------------------------------------
 
     def bind(self) -> None:
@@ -404,6 +420,9 @@ class ZmqServer:
         self._loop = loop
         self._where = self.last_endpoint or self.endpoint
         self._peers = PeerGuard(sock, self._where, self.max_peers)
+        self._unfinished = self._peers.unfinished = UnfinishedMessages(
+            self._where, MAX_MESSAGE_SIZE, lambda: self.read_bytes, lambda: self._reading, self._peers.shut_down
+        )
         # The event loop watches the socket's notification fd itself (what pyzmq's asyncio
         # sockets do underneath), and a wake-up drains every message waiting: no future, no
         # task switch per message.
@@ -521,6 +540,7 @@ class ZmqServer:
                 self._loop.call_later(0.1, self._drain)  # type: ignore[union-attr]
         finally:
             self.received += received
+            self.read_bytes += total + FRAME_OVERHEAD * received
             self._judge_fast(received, slow, learn)
             self._hand_over(burst, kept)
         if self._over():
@@ -567,12 +587,15 @@ class ZmqServer:
 
     def _unrouted(self, db_name: str, table_name: str) -> None:
         self.dropped += 1
-        key = (db_name, table_name)
-        if key not in self._unrouted_logged and len(self._unrouted_logged) < 1000:
+        if len(self._unrouted_logged) >= _UNROUTED_LOGGED:
+            return
+        cut = _UNROUTED_NAME
+        key = (db_name[:cut], table_name[:cut], len(db_name), len(table_name))
+        if key not in self._unrouted_logged:
             self._unrouted_logged.add(key)
             log.warning(
                 "zmq message for a table without consumer dropped",
-                endpoint=self._where, db=db_name[:100], table=table_name[:100], dropped=self.dropped,
+                endpoint=self._where, db=key[0], table=key[1], dropped=self.dropped,
             )
 
     async def close(self) -> None:
@@ -580,6 +603,8 @@ class ZmqServer:
         sock, self._socket = self._socket, None
         if self._peers is not None:
             self._peers.close()
+        if self._unfinished is not None:
+            self._unfinished.close()
         if sock is not None:
             assert self._loop is not None  # bind() set it with the socket
             if self._reading:
