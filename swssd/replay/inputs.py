@@ -81,6 +81,12 @@ JSON_SCHEMA = StructType(
 
 _REC_TS = r"^\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6}\|"
 _REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
+#: the instants (UTC microseconds) a timestamp may take: Python's years 1 to 9999, a day inside
+#: each end so that the instant is a Python datetime in any zone (PySpark hands rows over in the
+#: local one). Spark holds instants far outside them (year 0, year -1); one such line would end
+#: every command that brings its events to Python.
+TS_RANGE_US = (-62_135_510_400_000_000, 253_402_214_400_000_000 - 1)
+BAD_TS = "bad ts: outside the years 1 to 9999"
 _OP_SPLIT = r"\|(?=(?:SET|DEL)(?:\||$))"
 _FIELD_SPLIT = r"\|(?=[^|]*:)"
 
@@ -285,6 +291,11 @@ def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
     ]
 
 
+def _out_of_range(ts: str) -> str:
+    low, high = TS_RANGE_US
+    return f"(NOT (unix_micros({ts}) BETWEEN {low} AND {high}))"
+
+
 def _json_columns(q: Quote) -> dict[str, str]:
     not_notification = "(NOT (j.kind <=> 'notification'))"
     kinds = ", ".join(q(k) for k in sorted(KINDS))
@@ -292,6 +303,7 @@ def _json_columns(q: Quote) -> dict[str, str]:
         # from_json gives a struct of nulls, never null, for text that is not a JSON object
         "CASE WHEN (((j.ts IS NULL) AND (j.`key` IS NULL)) AND (j.op IS NULL)) THEN 'malformed JSON'"
         " WHEN (j_ts IS NULL) THEN 'bad or missing ts'"
+        f" WHEN {_out_of_range('j_ts')} THEN '{BAD_TS}'"
         " WHEN (((j.db IS NULL) OR (j.`table` IS NULL)) OR (j.`key` IS NULL)) THEN 'missing db, table or key'"
         f" WHEN ((j.kind IS NOT NULL) AND (NOT (j.kind IN ({kinds})))) THEN 'unknown kind'"
         " WHEN ((j.kind <=> 'notification') AND (j.op IS NULL)) THEN 'notification without op'"
@@ -324,6 +336,7 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
     reason = (
         "CASE WHEN (NOT rec_ts_ok) THEN 'no swss.rec timestamp'"
         " WHEN (local_ts IS NULL) THEN 'bad timestamp'"
+        f" WHEN {_out_of_range('local_ts')} THEN '{BAD_TS}'"
         " WHEN (tail IS NULL) THEN 'no SET/DEL op token'"
         " WHEN (rec_table = '') THEN 'no TABLE<sep>key before the op'"
         " WHEN ((size(tokens) > 0) AND (instr(try_element_at(tokens, 1), ':') = 0))"
