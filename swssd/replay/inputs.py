@@ -115,6 +115,10 @@ class InputOptions:
     #: where those lines are, found by a check of the inputs already running (readable.InputCheck,
     #: the command line's); None: `load` starts one
     long_lines: Callable[[], tuple[LongLine, ...]] | None = None
+    #: `.gz` files damaged after some text (readable.Cut): (the file, why); each is one rejected line
+    cuts: tuple[tuple[str, str], ...] = ()
+    #: (a path among `paths`, the input file it stands for): a cut file's readable part, read in its place
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -141,6 +145,8 @@ class Inputs:
     #: the lines over the limit, left out unread: one reject each (waits for the check of the inputs)
     long_lines: Callable[[], tuple[LongLine, ...]] = tuple
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    #: the cut `.gz` files: (path, why), one rejected line each
+    cuts: tuple[tuple[str, str], ...] = ()
 
     @property
     def events(self) -> DataFrame:
@@ -154,7 +160,7 @@ class Inputs:
         parts = [s.rejects for s in self.stored if s.rejects is not None]
         if self.lines is not None:
             parts.insert(0, self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS))
-        rows = [(file_uri(path), why, "") for path, why in self.unreadable]
+        rows = [(file_uri(path), why, "") for path, why in self.unreadable + self.cuts]
         rows += [(file_uri(x.path), x.reason(self.max_line_bytes), "") for x in self.long_lines()]
         if rows:
             spark = (self.lines if self.lines is not None else self.stored[0].events).sparkSession
@@ -170,7 +176,7 @@ class Inputs:
         with contextlib.suppress(Py4JJavaError):
             observed = self.observation.get if self.observation is not None else {}
         counts = {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
-        long_lines = len(self.long_lines())
+        long_lines = len(self.long_lines()) + len(self.cuts)
         counts["lines"] += long_lines
         counts["rejects"] += len(self.unreadable) + long_lines
         return counts
@@ -246,7 +252,15 @@ def _rotation(file_name: str) -> str:
     return f"CASE WHEN {digits} THEN CAST({number} AS INT) ELSE 0 END"
 
 
-def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
+def _source(replaced: Sequence[tuple[str, str]], q: Quote) -> str:
+    """The input file a line came from: a cut file's, for the lines of its readable part."""
+    if not replaced:
+        return "_metadata.file_path"
+    pairs = ", ".join(f"{q(file_uri(copy))}, {q(file_uri(original))}" for copy, original in sorted(replaced))
+    return f"coalesce(try_element_at(map({pairs}), _metadata.file_path), _metadata.file_path)"
+
+
+def _parse_texts(utc_session: bool, q: Quote, replaced: Sequence[tuple[str, str]] = ()) -> list[list[str]]:
     """Every line read once, in one projection over the files: from_json for JSON lines, the
     op-token split and the checks that need the raw text for the others, and where the line came
     from. Each parse appears once here (a from_json or split used by several columns would
@@ -257,14 +271,15 @@ def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
     rec = f"(NOT {is_json})"
     blank = q(r"^\s*$")
     fields_text = f"substring(tail, 5, {_BIG})"
+    source = _source(replaced, q)
     return [
         [
             "value",
-            "_metadata.file_path AS source",
+            f"{source} AS source",
             "_metadata.file_block_start AS block",
             "monotonically_increasing_id() AS line",
             f"{_rotation('_metadata.file_name')} AS rotation",
-            "xxhash64(_metadata.file_path) AS file",
+            f"xxhash64({source}) AS file",
             f"{is_json} AS is_json",
             f"CASE WHEN {is_json} THEN from_json(value, {q(JSON_SCHEMA.json())}) END AS j",
             f"CASE WHEN {rec} THEN split(substring(value, 28, {_BIG}), {q(_OP_SPLIT)}, 2) END AS parts",
@@ -392,14 +407,15 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     jc = _json_columns(q)
     rc = _rec_columns(opts.timezone, opts.rec_db, q)
     path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
-    recorded = _recorded_host({} if opts.host else recorded_hosts(opts.paths), q)
+    originals = dict(opts.replaced)
+    recorded = _recorded_host({} if opts.host else recorded_hosts([originals.get(p, p) for p in opts.paths]), q)
     host = (
         q(opts.host)
         if opts.host
         else f"coalesce(host, {recorded}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
     )
     return [
-        *_parse_texts(utc_session, q),
+        *_parse_texts(utc_session, q, opts.replaced),
         [
             "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
             *[f"CASE WHEN is_json THEN {jc[name]} ELSE {rc[name]} END AS {quote_name(name)}" for name in jc],
@@ -426,7 +442,7 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     if not opts.paths:
         if not stored:
             raise ValueError("no inputs" + (": none of them could be read" if opts.unreadable else ""))
-        return Inputs(None, None, stored, opts.unreadable)
+        return Inputs(None, None, stored, opts.unreadable, cuts=opts.cuts)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
     limit = opts.max_line_bytes
     long_lines = opts.long_lines or InputCheck(opts.paths, limit).long_lines
@@ -448,4 +464,4 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),
     )
-    return Inputs(lines, observation, stored, opts.unreadable, long_lines, limit)
+    return Inputs(lines, observation, stored, opts.unreadable, long_lines, limit, opts.cuts)

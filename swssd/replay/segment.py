@@ -215,13 +215,15 @@ def compact(inputs: Inputs, opts: InputOptions, segments: Sequence[Segment], out
         rejects = inputs.rejects
         rejects.write.parquet(str(out / "rejects"))
         schemas["rejects"] = json.loads(rejects.schema.json())
-    raw_bytes, seg_bytes = input_bytes(opts.paths), source_bytes(segments)
+    originals = dict(opts.replaced)  # a cut .gz file is recorded as itself, not its readable copy
+    paths = [originals.get(p, p) for p in opts.paths]
+    raw_bytes, seg_bytes = input_bytes(paths), source_bytes(segments)
     _write_manifest(out, {
         **head,
         "complete": True,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "counts": counts,
-        "sources": sources_of(opts.paths, segments),
+        "sources": sources_of(paths, segments),
         "input_bytes": None if raw_bytes is None or seg_bytes is None else raw_bytes + seg_bytes,
         "options": _options(opts),
         "schemas": schemas,
