@@ -20,6 +20,7 @@ from . import segment as segment_mod
 from . import stats as stats_mod
 from .fold import fold_state, matches, select_events
 from .inputs import InputOptions, Inputs, load
+from .output import write_replacing
 from .rejects import bound_note, bounded
 from .report import input_summary, text_table
 from .timeparse import parse_instant
@@ -365,9 +366,7 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(f".{out.name}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(out)
+        write_replacing(out, text)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     print(f"per table -> {tables_path}; per key -> {keys_path}")

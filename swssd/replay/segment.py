@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 
 from .inputs import COUNTS, EVENT_COLUMNS, REJECT_COLUMNS, InputOptions, Inputs, Stored
 from .jvm import input_bytes
+from .output import write_replacing
 from .paths import SEGMENT_MARKER, is_segment
 
 FORMAT = "swssd replay capture segment"
@@ -192,9 +193,7 @@ def check_out(out: Path, paths: Sequence[str], segments: Sequence[Segment]) -> N
 
 
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    tmp = out / f".{SEGMENT_MARKER}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out / SEGMENT_MARKER)
+    write_replacing(out / SEGMENT_MARKER, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 def compact(inputs: Inputs, opts: InputOptions, segments: Sequence[Segment], out: Path) -> dict[str, int]:
