@@ -268,6 +268,7 @@ def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, 
             f"after it (load {os.getloadavg()[0]:.1f}): {latencies}"
         )
         assert figures["swssd_zmq_malformed_total"] == 0
+        assert figures["swssd_zmq_unfinished_peers_total"] == 0  # every message finished: no peer dropped
         assert daemon.stop(timeout=60) == 0
     finally:
         daemon.kill()
@@ -349,6 +350,109 @@ def test_a_zmq_table_at_its_pending_limit_stops_its_server(clean_redis: Embedded
         assert figures["swssd_pending"] <= 100 + 128 + 1
         assert figures["swssd_zmq_received_total"] < 100 + 128 + 2 * 512, figures
         assert daemon.events("table paused: pending tasks at limit; its zmq server stops reading")
+    finally:
+        if sender is not None:
+            sender.kill()
+            sender.wait()
+        daemon.kill()
+
+
+def count_of(path: Path) -> int:
+    return int(path.read_text()) if path.exists() and path.read_text() else 0
+
+
+def test_a_message_in_parts_that_never_ends_drops_its_peer(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """Issue 35: a raw peer sends 300 valid 1 MB changes as parts flagged MORE and never a last
+    part. libzmq would keep them all (+300 MB); the daemon closes the connection once they pass
+    the message limit, logs it once and counts it, its RSS grows less than 64 MB, and a peer
+    beside it and a Redis table are still served."""
+    from swssd.channels.zmq.serializer import serialize
+    from swssd.fields import KeyOpFieldsValues
+
+    port, zport = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{zport}"
+    count = tmp_path / "count.txt"
+    daemon = DaemonProcess(config(tmp_path, clean_redis, endpoint, port, delay=0), tmp_path / "log")
+    try:
+        daemon.wait_ready()
+        start = peak = rss_mb(daemon.proc.pid)
+        part = serialize("APPL_DB", "ZBIG", [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])])
+        hostile = zmtp_peer.connect(("127.0.0.1", zport))
+        sent = 0
+        with contextlib.suppress(OSError):  # shut down while sending
+            for _ in range(300):
+                hostile.sendall(zmtp_peer.frame(part, more=True))
+                sent += 1
+                if sent % 10 == 0:
+                    peak = max(peak, rss_mb(daemon.proc.pid))
+        assert zmtp_peer.closed_by_peer(hostile)
+        hostile.close()
+        peak = max(peak, rss_mb(daemon.proc.pid))
+        assert peak - start < 64, f"RSS {start:.0f} -> {peak:.0f} MB ({sent} parts sent)"
+        events = daemon.wait_for_log("zmq peer dropped: it sent more of an unfinished message than a message may hold")
+        assert len(events) == 1
+        assert metrics(port)["swssd_zmq_unfinished_peers_total"] == 1
+        # the server still serves: another peer's 20 changes, and the Redis table beside it
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+        sender = subprocess.Popen([sys.executable, "-c", SMALL_FLOOD, endpoint, "20"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 15
+            while count_of(count) < 20 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert count_of(count) == 20
+        finally:
+            sender.kill()
+            sender.wait()
+        assert state_table_latencies(clean_redis, tmp_path / "stamps.jsonl", 5, 0.01)[-1] < 2.0
+        assert daemon.stop() == 0
+    finally:
+        daemon.kill()
+    assert "Traceback" not in daemon.log_path.read_text()
+
+
+UNROUTED = r"""
+import sys, zmq
+from swssd.channels.zmq.serializer import serialize
+from swssd.fields import KeyOpFieldsValues
+endpoint, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ctx = zmq.Context()
+sock = ctx.socket(zmq.PUSH)
+sock.connect(endpoint)
+for i in range(count):
+    sock.send(serialize("APPL_DB", f"{i:04d}" + "T" * size, [KeyOpFieldsValues("k", "SET", [("f", "v")])]))
+sock.send(serialize("APPL_DB", "ZBIG", [KeyOpFieldsValues(f"k{i}", "SET", [("f", "v")]) for i in range(10)]))
+print("sent", flush=True)
+sys.stdin.readline()
+sock.close(0)
+ctx.term()
+"""
+
+
+def test_unrouted_tables_with_huge_names_are_not_remembered_whole(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """Issue 35: 40 messages for 40 tables without consumer, each name 8 MiB: the log-once set
+    kept the names whole (+353 MB); it keeps digests now. Each is logged once (name cut) and
+    counted, and the table that has a consumer gets its changes after them."""
+    port, zport = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{zport}"
+    daemon = DaemonProcess(config(tmp_path, clean_redis, endpoint, port, delay=0), tmp_path / "log")
+    sender = None
+    try:
+        daemon.wait_ready()
+        start = rss_mb(daemon.proc.pid)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+        sender = subprocess.Popen([sys.executable, "-c", UNROUTED, endpoint, "40", str(8 << 20)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 60
+        while count_of(tmp_path / "count.txt") < 10 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert count_of(tmp_path / "count.txt") == 10
+        grown = rss_mb(daemon.proc.pid) - start
+        assert grown < 64, f"RSS grew {grown:.0f} MB"
+        assert metrics(port)["swssd_zmq_dropped_total"] == 40
+        logged = daemon.events("zmq message for a table without consumer dropped")
+        assert len(logged) == 40 and all(len(e["table"]) <= 100 for e in logged)
+        assert daemon.stop() == 0
     finally:
         if sender is not None:
             sender.kill()

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -687,8 +688,10 @@ def test_links_out_of_an_input_directory_are_not_followed_and_rejects_are_privat
 def test_a_truncated_or_false_gz_costs_that_file_only(
     spark: SparkSession, rec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A rotated capture cut short (`head -c 300` of a .gz) and a file named .gz that is none: each
-    is one note and one rejected file; the rest replays as usual, with no traceback."""
+    """A rotated capture cut short (`head -c 300` of a .gz) and a file named .gz that is none: the
+    false one is one note and one rejected file; the cut one gives the lines before its cut and one
+    rejected line naming the file and the offset (issue 35: it was dropped whole); the rest
+    replays as usual, with no traceback."""
     capture = tmp_path / "sw-leaf1"
     shutil.copytree(rec_dir, capture)
     whole = gzip.compress((FIXTURE / "swss.rec.2").read_bytes() * 50)
@@ -698,13 +701,20 @@ def test_a_truncated_or_false_gz_costs_that_file_only(
     assert run("state", str(capture), "--output", str(out)) == 0
     printed = capsys.readouterr()
     assert "Traceback" not in printed.err and "Exception" not in printed.err, printed.err[-2000:]
-    notes = [line for line in printed.err.splitlines() if "counted as a rejected file" in line]
-    assert len(notes) == 2 and all("not a readable gzip file" in n for n in notes), printed.err
+    notes = [line for line in printed.err.splitlines() if "counted as a rejected" in line]
+    assert len(notes) == 2, printed.err
+    false_note, cut_note = sorted(notes, key=lambda n: "swss.rec.3.gz" in n)
+    assert "swss.rec.4.gz: not a readable gzip file" in false_note and "rejected file" in false_note, notes
+    assert "swss.rec.3.gz: gzip data cut or damaged at byte 300 of the file" in cut_note, notes
     assert by_table(spark.read.parquet(str(out / "state")).collect()) == EXPECTED_END
     rejects = [json.loads(line) for f in (out / "rejects").glob("*.json") for line in f.read_text().splitlines()]
     files = sorted(r["source"].rsplit("/", 1)[1] for r in rejects if r["value"] == "")
     assert files == ["swss.rec.3.gz", "swss.rec.4.gz"], rejects
-    assert "6 rejected" in printed.out, printed.out  # the 4 rejected lines and the 2 files
+    readable = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(whole[:300])
+    lines = readable[: readable.rfind(b"\n") + 1].decode().splitlines()
+    from_cut = [r["value"] for r in rejects if r["source"].endswith("swss.rec.3.gz") and r["value"]]
+    assert set(from_cut) <= set(lines)
+    assert f"{6 + len(from_cut)} rejected" in printed.out, printed.out  # the 4 lines, the 2 files, the cut's
 
 
 async def test_one_daemon_is_one_host_in_its_swss_rec_and_its_json_lines(

@@ -413,9 +413,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
-def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> None:
-    """Opened offline in Chromium: no script error, nothing fetched, every chart drawn with the
-    expected traces, the per-table series adding up to the events; a screenshot is kept."""
+def chromium(tmp_path: Path) -> Any:
+    """A headless Chromium driven by selenium (skips the test when there is none)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
         pytest.skip("no Chromium here: apt-get install chromium chromium-driver")
@@ -428,14 +427,24 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
                  "--disable-dev-shm-usage", "--window-size=1400,2200", f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
-        driver.get((report["dir"] / "report.html").as_uri())
-        from selenium.webdriver.support.ui import WebDriverWait
+    return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
 
-        # plotly.js is inflated and run after the page loads; the loader marks the body when done
-        finished = WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.drawn"))
-        assert finished == "yes"
+
+def drawn_in(driver: Any, page: Path) -> str:
+    """Open `page` and wait for its loader's verdict: "yes" once every chart is drawn."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.as_uri())
+    # plotly.js is inflated and run after the page loads; the loader marks the body when done
+    return str(WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.drawn")))
+
+
+def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> None:
+    """Opened offline in Chromium: no script error, nothing fetched, every chart drawn with the
+    expected traces, the per-table series adding up to the events; a screenshot is kept."""
+    driver = chromium(tmp_path)
+    try:
+        assert drawn_in(driver, report["dir"] / "report.html") == "yes"
         drawn = driver.execute_script("""
             const out = {};
             for (const id of ['changes', 'top-keys', 'flapping-keys', 'around']) {
@@ -489,8 +498,9 @@ def test_an_empty_input_gives_a_page_that_says_so(tmp_path: Path, spark: SparkSe
 
 
 def test_a_page_too_big_is_shortened_to_fit() -> None:
-    """A fleet's worth of tables and keys with long values and very long keys (listed whole, unlike
-    values): the lists are cut, the page fits."""
+    """A fleet's worth of tables and keys with long values and very long keys: the keys are cut to
+    what the page shows (issue 35: they were listed whole), the page fits; and under a bound it
+    does not fit, the lists are cut until it does."""
     from swssd.replay.overview import Around, Event, KeyFigures, Overview, Series, Timeline
     from swssd.replay.page import PAGE_LIMIT, render
 
@@ -513,5 +523,55 @@ def test_a_page_too_big_is_shortened_to_fit() -> None:
                   flapping_total=15, top_keys=[key(i) for i in range(15)], flapping=[key(i) for i in range(15)],
                   around=Around(START, 1_000_000, 5000, [ev(i) for i in range(300)]))
     text = render(ov, {"inputs": "x"})
-    assert len(text.encode()) <= PAGE_LIMIT
-    assert "Some lists were shortened" in text and page_data(text)["tables_total"] == 1200
+    assert len(text.encode()) <= PAGE_LIMIT and "route-map-" * 20 not in text
+    assert page_data(text)["tables_total"] == 1200
+    bound = len(text.encode()) - 150_000
+    small = render(ov, {"inputs": "x"}, limit=bound)
+    assert len(small.encode()) <= bound
+    assert "Some lists were shortened" in small and page_data(small)["tables_total"] == 1200
+
+
+def test_hostile_names_neither_blank_nor_swell_the_page_and_no_link_is_followed(
+    tmp_path: Path, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35: `<!--<script>` in a host, a table and a key (the page's JSON blocks escaped only
+    `</`: the rest of the page, chart library included, became part of a block and nothing was
+    drawn); two keys of 2 MB (printed whole six times: a 26 MB page); and a symbolic link planted
+    at the page's old temporary name, pointing at a victim file (overwritten before). The page is
+    drawn in Chromium with no script error, stays under its bound, and is a regular file beside an
+    untouched victim."""
+    host = "sw<!--<script>"
+    capture = tmp_path / "captures" / "sw1"
+    capture.mkdir(parents=True)
+    keys = ["<!--<script>k", "k" + "x" * (2 << 20), "y" * (2 << 20), "<!--<script>k"] * 3
+    records = [{"ts": iso(START + i * 1000), "host": host, "db": "APPL_DB", "table": "T<!--<script>&>", "key": key,
+                "op": "SET" if i % 2 else "DEL", "fvs": [["f<!--<script>", f"v{i}</script>"]] if i % 2 else []}
+               for i, key in enumerate(keys)]
+    _write(capture / "swssd.capture.jsonl", [json.dumps(r) for r in records])
+    out = tmp_path / "r.html"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / ".r.html.partial").symlink_to(victim)
+    assert main(["report", str(capture), "--out", str(out), "--output", str(tmp_path / "o"),
+                 "--around", iso(START + 5000), *SPARK_ARGS]) == 0
+    capsys.readouterr()
+    assert victim.read_text() == "keep me"
+    assert out.is_file() and not out.is_symlink()
+    text = out.read_text()
+    assert len(text.encode()) < 5_000_000, len(text.encode())
+    data = page_data(text)
+    assert data["events"] == 12 and data["hosts"] == [host]
+    assert {k["key"] for k in data["top_keys"]} >= {"<!--<script>k"}
+    assert max(len(k["key"]) for k in data["top_keys"]) <= 100
+    # no raw < > & inside any JSON block
+    for block in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', text, re.S):
+        assert not set(block) & set("<>&"), block[:200]
+    driver = chromium(tmp_path)
+    try:
+        assert drawn_in(driver, out) == "yes"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        bars = driver.execute_script("return document.getElementById('top-keys')._fullData.length")
+        assert bars == 2
+    finally:
+        driver.quit()

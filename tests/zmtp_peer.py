@@ -16,11 +16,12 @@ def ready_command(socket_type: bytes = b"PUSH") -> bytes:
     return b"\x04" + bytes([len(body)]) + body
 
 
-def frame(body: bytes) -> bytes:
-    """One message frame (no more frames follow)."""
+def frame(body: bytes, more: bool = False) -> bytes:
+    """One message frame: the last of its message, or with `more` a part that more parts follow."""
+    flag = 1 if more else 0
     if len(body) < 256:
-        return b"\x00" + bytes([len(body)]) + body
-    return b"\x02" + struct.pack(">Q", len(body)) + body
+        return bytes([flag, len(body)]) + body
+    return bytes([flag | 2]) + struct.pack(">Q", len(body)) + body
 
 
 def long_frame_header(size: int) -> bytes:

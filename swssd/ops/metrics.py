@@ -111,6 +111,8 @@ class ZmqFigures(Protocol):
     @property
     def refused_peers(self) -> int: ...
     @property
+    def unfinished_peers(self) -> int: ...
+    @property
     def buffered(self) -> int: ...
     @property
     def paused(self) -> bool: ...
@@ -248,6 +250,8 @@ def _zmq_families(d: DaemonFigures) -> Iterator[Metric]:
     families += [
         (CounterMetricFamily("swssd_zmq_refused_peers", "ZMQ connections refused: the peer limit was reached",
                              labels=["endpoint"]), "refused_peers"),
+        (CounterMetricFamily("swssd_zmq_unfinished_peers", "ZMQ connections closed: they sent more of an "
+                             "unfinished message than a message may hold", labels=["endpoint"]), "unfinished_peers"),
         (GaugeMetricFamily("swssd_zmq_peers", "ZMQ connections held", labels=["endpoint"]), "peers"),
         (GaugeMetricFamily("swssd_zmq_buffered_bytes", "Bytes of received ZMQ changes not popped yet",
                            labels=["endpoint"]), "buffered"),

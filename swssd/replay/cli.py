@@ -202,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args, resolved, early, input_check)
     finally:
+        input_check.close()
         if early is not None and not early[0].used:
             early[0].stop()  # an error before the session started: its JVM ends here
             early[1].release()
@@ -258,7 +259,10 @@ def _run(
     args.long_lines = input_check.long_lines  # found while Spark reads
     for path, why in sorted(args.unreadable.items()):
         print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
-    args.inputs = [p for p in resolved.paths if p not in args.unreadable]
+    args.cuts = input_check.cuts()
+    for path, cut in sorted(args.cuts.items()):
+        print(f"swssd replay: note: {path}: {cut.reason()}; counted as a rejected line", file=sys.stderr)
+    args.inputs = [args.cuts[p].copy if p in args.cuts else p for p in resolved.paths if p not in args.unreadable]
     # a segment weighs what its sources did: the settings are chosen as if they were given
     segment_bytes = source_bytes(args.segments)
     small = is_small(args.inputs, segment_bytes=segment_bytes)

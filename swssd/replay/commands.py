@@ -20,6 +20,8 @@ from . import segment as segment_mod
 from . import stats as stats_mod
 from .fold import fold_state, matches, select_events
 from .inputs import InputOptions, Inputs, load
+from .output import write_replacing
+from .rejects import bound_note, bounded
 from .report import input_summary, text_table
 from .timeparse import parse_instant
 
@@ -41,7 +43,15 @@ def input_options(args: argparse.Namespace) -> InputOptions:
     return InputOptions(paths=args.inputs, host=args.host, host_pattern=args.host_pattern,
                         timezone=args.timezone, rec_db=args.rec_db,
                         unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())),
-                        max_line_bytes=args.max_line_bytes, long_lines=getattr(args, "long_lines", None))
+                        max_line_bytes=args.max_line_bytes, long_lines=getattr(args, "long_lines", None),
+                        cuts=tuple(sorted((path, cut.reason()) for path, cut in getattr(args, "cuts", {}).items())),
+                        replaced=tuple(sorted((cut.copy, path) for path, cut in getattr(args, "cuts", {}).items())))
+
+
+def given_inputs(args: argparse.Namespace) -> list[str]:
+    """The input files read, a cut `.gz` file named as itself rather than its readable copy."""
+    originals = {cut.copy: path for path, cut in getattr(args, "cuts", {}).items()}
+    return [originals.get(p, p) for p in args.inputs]
 
 
 def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
@@ -71,10 +81,13 @@ def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
     counts = inputs.counts()
     _note_long_lines(inputs)
     path = None
+    note = ""
     if counts.get("rejects"):
         path = out_path(args, "rejects")
-        inputs.rejects.write.mode("overwrite").json(path)
-    _print_counts(counts, path)
+        rejects, written = bounded(inputs.rejects)
+        rejects.write.mode("overwrite").json(path)
+        note = bound_note(counts["rejects"], int(written.get.get("written") or 0))
+    _print_counts(counts, path, note)
     return counts
 
 
@@ -92,8 +105,8 @@ def _note_long_lines(inputs: Inputs) -> None:
               file=sys.stderr)
 
 
-def _print_counts(counts: dict[str, int], rejects_path: str | None) -> None:
-    print(input_summary(counts, rejects_path))
+def _print_counts(counts: dict[str, int], rejects_path: str | None, note: str = "") -> None:
+    print(input_summary(counts, rejects_path) + note)
     if not counts.get("lines"):
         print("swssd replay: warning: the inputs hold no lines (empty files or directories)", file=sys.stderr)
 
@@ -295,7 +308,7 @@ def _reject_reasons(spark: SparkSession, path: str | None) -> list[tuple[str, in
 
 
 def _report_title(args: argparse.Namespace) -> dict[str, str]:
-    given = {"inputs": " ".join(args.inputs)}
+    given = {"inputs": " ".join(given_inputs(args))}
     for label, value in (("hosts", args.only_host), ("databases", args.db), ("tables", args.table),
                          ("keys", args.key)):
         if value:
@@ -353,9 +366,7 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(f".{out.name}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(out)
+        write_replacing(out, text)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     print(f"per table -> {tables_path}; per key -> {keys_path}")
@@ -375,7 +386,7 @@ def run_compact(spark: SparkSession, args: argparse.Namespace) -> int:
     counts = segment_mod.compact(inputs, input_options(args), segments, out)
     _note_long_lines(inputs)
     _print_counts(counts, str(out / "rejects") if counts["rejects"] else None)
-    sources = segment_mod.sources_of(args.inputs, segments)
+    sources = segment_mod.sources_of(given_inputs(args), segments)
     print(f"segment of {len(sources)} capture file(s): {counts['events']} events -> {out}")
     return 0
 

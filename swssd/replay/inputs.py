@@ -81,6 +81,12 @@ JSON_SCHEMA = StructType(
 
 _REC_TS = r"^\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6}\|"
 _REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
+#: the instants (UTC microseconds) a timestamp may take: Python's years 1 to 9999, a day inside
+#: each end so that the instant is a Python datetime in any zone (PySpark hands rows over in the
+#: local one). Spark holds instants far outside them (year 0, year -1); one such line would end
+#: every command that brings its events to Python.
+TS_RANGE_US = (-62_135_510_400_000_000, 253_402_214_400_000_000 - 1)
+BAD_TS = "bad ts: outside the years 1 to 9999"
 _OP_SPLIT = r"\|(?=(?:SET|DEL)(?:\||$))"
 _FIELD_SPLIT = r"\|(?=[^|]*:)"
 
@@ -109,6 +115,10 @@ class InputOptions:
     #: where those lines are, found by a check of the inputs already running (readable.InputCheck,
     #: the command line's); None: `load` starts one
     long_lines: Callable[[], tuple[LongLine, ...]] | None = None
+    #: `.gz` files damaged after some text (readable.Cut): (the file, why); each is one rejected line
+    cuts: tuple[tuple[str, str], ...] = ()
+    #: (a path among `paths`, the input file it stands for): a cut file's readable part, read in its place
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -135,6 +145,8 @@ class Inputs:
     #: the lines over the limit, left out unread: one reject each (waits for the check of the inputs)
     long_lines: Callable[[], tuple[LongLine, ...]] = tuple
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    #: the cut `.gz` files: (path, why), one rejected line each
+    cuts: tuple[tuple[str, str], ...] = ()
 
     @property
     def events(self) -> DataFrame:
@@ -148,7 +160,7 @@ class Inputs:
         parts = [s.rejects for s in self.stored if s.rejects is not None]
         if self.lines is not None:
             parts.insert(0, self.lines.where("line_kind = 'reject'").selectExpr(*REJECT_COLUMNS))
-        rows = [(file_uri(path), why, "") for path, why in self.unreadable]
+        rows = [(file_uri(path), why, "") for path, why in self.unreadable + self.cuts]
         rows += [(file_uri(x.path), x.reason(self.max_line_bytes), "") for x in self.long_lines()]
         if rows:
             spark = (self.lines if self.lines is not None else self.stored[0].events).sparkSession
@@ -164,7 +176,7 @@ class Inputs:
         with contextlib.suppress(Py4JJavaError):
             observed = self.observation.get if self.observation is not None else {}
         counts = {k: int(observed.get(k) or 0) + sum(s.counts.get(k, 0) for s in self.stored) for k in COUNTS}
-        long_lines = len(self.long_lines())
+        long_lines = len(self.long_lines()) + len(self.cuts)
         counts["lines"] += long_lines
         counts["rejects"] += len(self.unreadable) + long_lines
         return counts
@@ -240,7 +252,15 @@ def _rotation(file_name: str) -> str:
     return f"CASE WHEN {digits} THEN CAST({number} AS INT) ELSE 0 END"
 
 
-def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
+def _source(replaced: Sequence[tuple[str, str]], q: Quote) -> str:
+    """The input file a line came from: a cut file's, for the lines of its readable part."""
+    if not replaced:
+        return "_metadata.file_path"
+    pairs = ", ".join(f"{q(file_uri(copy))}, {q(file_uri(original))}" for copy, original in sorted(replaced))
+    return f"coalesce(try_element_at(map({pairs}), _metadata.file_path), _metadata.file_path)"
+
+
+def _parse_texts(utc_session: bool, q: Quote, replaced: Sequence[tuple[str, str]] = ()) -> list[list[str]]:
     """Every line read once, in one projection over the files: from_json for JSON lines, the
     op-token split and the checks that need the raw text for the others, and where the line came
     from. Each parse appears once here (a from_json or split used by several columns would
@@ -251,14 +271,15 @@ def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
     rec = f"(NOT {is_json})"
     blank = q(r"^\s*$")
     fields_text = f"substring(tail, 5, {_BIG})"
+    source = _source(replaced, q)
     return [
         [
             "value",
-            "_metadata.file_path AS source",
+            f"{source} AS source",
             "_metadata.file_block_start AS block",
             "monotonically_increasing_id() AS line",
             f"{_rotation('_metadata.file_name')} AS rotation",
-            "xxhash64(_metadata.file_path) AS file",
+            f"xxhash64({source}) AS file",
             f"{is_json} AS is_json",
             f"CASE WHEN {is_json} THEN from_json(value, {q(JSON_SCHEMA.json())}) END AS j",
             f"CASE WHEN {rec} THEN split(substring(value, 28, {_BIG}), {q(_OP_SPLIT)}, 2) END AS parts",
@@ -285,6 +306,11 @@ def _parse_texts(utc_session: bool, q: Quote) -> list[list[str]]:
     ]
 
 
+def _out_of_range(ts: str) -> str:
+    low, high = TS_RANGE_US
+    return f"(NOT (unix_micros({ts}) BETWEEN {low} AND {high}))"
+
+
 def _json_columns(q: Quote) -> dict[str, str]:
     not_notification = "(NOT (j.kind <=> 'notification'))"
     kinds = ", ".join(q(k) for k in sorted(KINDS))
@@ -292,6 +318,7 @@ def _json_columns(q: Quote) -> dict[str, str]:
         # from_json gives a struct of nulls, never null, for text that is not a JSON object
         "CASE WHEN (((j.ts IS NULL) AND (j.`key` IS NULL)) AND (j.op IS NULL)) THEN 'malformed JSON'"
         " WHEN (j_ts IS NULL) THEN 'bad or missing ts'"
+        f" WHEN {_out_of_range('j_ts')} THEN '{BAD_TS}'"
         " WHEN (((j.db IS NULL) OR (j.`table` IS NULL)) OR (j.`key` IS NULL)) THEN 'missing db, table or key'"
         f" WHEN ((j.kind IS NOT NULL) AND (NOT (j.kind IN ({kinds})))) THEN 'unknown kind'"
         " WHEN ((j.kind <=> 'notification') AND (j.op IS NULL)) THEN 'notification without op'"
@@ -324,6 +351,7 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
     reason = (
         "CASE WHEN (NOT rec_ts_ok) THEN 'no swss.rec timestamp'"
         " WHEN (local_ts IS NULL) THEN 'bad timestamp'"
+        f" WHEN {_out_of_range('local_ts')} THEN '{BAD_TS}'"
         " WHEN (tail IS NULL) THEN 'no SET/DEL op token'"
         " WHEN (rec_table = '') THEN 'no TABLE<sep>key before the op'"
         " WHEN ((size(tokens) > 0) AND (instr(try_element_at(tokens, 1), ':') = 0))"
@@ -379,14 +407,15 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     jc = _json_columns(q)
     rc = _rec_columns(opts.timezone, opts.rec_db, q)
     path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
-    recorded = _recorded_host({} if opts.host else recorded_hosts(opts.paths), q)
+    originals = dict(opts.replaced)
+    recorded = _recorded_host({} if opts.host else recorded_hosts([originals.get(p, p) for p in opts.paths]), q)
     host = (
         q(opts.host)
         if opts.host
         else f"coalesce(host, {recorded}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
     )
     return [
-        *_parse_texts(utc_session, q),
+        *_parse_texts(utc_session, q, opts.replaced),
         [
             "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
             *[f"CASE WHEN is_json THEN {jc[name]} ELSE {rc[name]} END AS {quote_name(name)}" for name in jc],
@@ -413,7 +442,7 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     if not opts.paths:
         if not stored:
             raise ValueError("no inputs" + (": none of them could be read" if opts.unreadable else ""))
-        return Inputs(None, None, stored, opts.unreadable)
+        return Inputs(None, None, stored, opts.unreadable, cuts=opts.cuts)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
     limit = opts.max_line_bytes
     long_lines = opts.long_lines or InputCheck(opts.paths, limit).long_lines
@@ -435,4 +464,4 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             (("event", "events"), ("marker", "markers"), ("blank", "blank"), ("reject", "rejects"))
         ),
     )
-    return Inputs(lines, observation, stored, opts.unreadable, long_lines, limit)
+    return Inputs(lines, observation, stored, opts.unreadable, long_lines, limit, opts.cuts)

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .gateway import spark_home
+from .output import write_replacing
 
 #: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with C1 only
 C1_INPUT_BYTES = 64 << 20
@@ -322,9 +323,7 @@ def _install_file(archive: Path) -> Path:
 
 
 def _record(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_replacing(path, text)
 
 
 def _in_use(archive: Path) -> bool:

@@ -21,6 +21,7 @@ import json
 import sys
 from array import array
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
+from pyspark.sql import Row
 
 from .overview import OTHERS, Around, Event, KeyFigures, Overview, Series
 
@@ -38,6 +40,11 @@ DETAIL_STEPS = [(20, 300), (10, 150), (5, 60), (0, 0)]
 #: per-table rows listed at each of those steps (a fleet has hosts x tables of them)
 TABLE_ROWS = [200, 100, 50, 20]
 FIELDS_WIDTH = 120
+#: characters of a host, database, table or key name the page shows (a name is the capture's to
+#: choose: two keys of 2 MB made a 26 MB page); the full text is in `history` and the Parquet output
+NAME_WIDTH = 100
+#: characters of an input the page's title shows, and rows of rejected lines' reasons listed
+TITLE_WIDTH, REASONS = 2000, 50
 OP_DASH = {"SET": "solid", "DEL": "dot", "notification": "dashdot"}
 OP_SYMBOL = {"SET": "circle", "DEL": "x", "notification": "diamond"}
 OP_COLOR = {"SET": "#1f77b4", "DEL": "#d62728", "notification": "#2ca02c"}
@@ -122,6 +129,18 @@ def typed(counts: Sequence[int]) -> dict[str, str]:
     return {"dtype": dtype, "bdata": base64.b64encode(data.tobytes()).decode("ascii")}
 
 
+#: what JSON text must not hold raw inside a <script> element: `</script>` would end it, and `<!--`
+#: followed by `<script` puts the HTML parser in a state where the rest of the page is part of
+#: it. Escaped as JSON escapes, as Jinja2's tojson and Django's json_script do.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def script_json(text: str) -> str:
+    """JSON text that can stand inside a <script> element and still parse to the same value."""
+    return text.translate(_SCRIPT_SAFE)
+
+
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
@@ -163,7 +182,7 @@ def _figure_html(fig: go.Figure, div_id: str) -> str:
     """The chart's div and its figure as JSON, which the page's loader draws once plotly.js is inflated."""
     fig.layout.template = TEMPLATE  # assigned, not updated: nothing of the default is kept
     height = f"{fig.layout.height}px" if fig.layout.height else "100%"
-    figure = str(pio.to_json(fig, validate=False)).replace("</", "<\\/")
+    figure = script_json(str(pio.to_json(fig, validate=False)))
     return (f'<div id="{div_id}" class="plotly-graph-div" style="height:{height};width:100%"></div>'
             f'<script type="application/json" class="{FIGURE_CLASS}" data-div="{div_id}">{figure}</script>')
 
@@ -264,8 +283,12 @@ def _history(k: KeyFigures, prefix: str, i: int, shown: int) -> str:
     rows = [(iso(e.us), _op(e), _cut(fields_text(e.fvs))) for e in events]
     told = f"history: the latest {len(events)} of {k.events} events" if events else (
         f"history: {k.events} events (none listed: the page's size limit)")
-    more = (f'<p class="note">all of them: <code>swssd replay history INPUT... --only-host {_e(k.host)} '
-            f"--table {_e(k.table)} --key {_e(k.key)}</code></p>")
+    if any(name.endswith("…") for name in (k.host, k.table, k.key)):
+        more = ('<p class="note">all of them: <code>swssd replay history</code> with this key (its names are '
+                "longer than this page shows them; report/keys holds them whole)</p>")
+    else:
+        more = (f'<p class="note">all of them: <code>swssd replay history INPUT... --only-host {_e(k.host)} '
+                f"--table {_e(k.table)} --key {_e(k.key)}</code></p>")
     table = _table(["ts", "op", "fields"], rows) if rows else ""
     return f'<details id="{prefix}-{i}"><summary>{told}</summary>{table}{more}</details>'
 
@@ -415,7 +438,7 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, tabl
             parts.append(_table(["ts", "host", "db", "table", "key", "op", "fields"],
                                 [(iso(e.us), e.host, e.db, e.table, e.key, _op(e), _cut(fields_text(e.fvs)))
                                  for e in events]))
-    data = json.dumps(data_block(ov, history, around_n, table_rows), separators=(",", ":")).replace("</", "<\\/")
+    data = script_json(json.dumps(data_block(ov, history, around_n, table_rows), separators=(",", ":")))
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>swssd replay report</title>"
         f'<meta name=viewport content="width=device-width"><style>{_STYLE}</style>'
@@ -427,8 +450,48 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, tabl
     )
 
 
+def _name(text: str) -> str:
+    return _cut(text, NAME_WIDTH)
+
+
+def _short_event(e: Event) -> Event:
+    fvs = [(_cut(f, FIELDS_WIDTH), _cut(v, FIELDS_WIDTH)) for f, v in e.fvs[:FIELDS_WIDTH]]
+    return replace(e, host=_name(e.host), db=_name(e.db), table=_name(e.table), key=_name(e.key), fvs=fvs)
+
+
+def _short_key(k: KeyFigures) -> KeyFigures:
+    return replace(k, host=_name(k.host), db=_name(k.db), table=_name(k.table), key=_name(k.key),
+                   history=[_short_event(e) for e in k.history])
+
+
+def _short_table(r: Row) -> Row:
+    row = r.asDict() if isinstance(r, Row) else dict(r)  # a dict where a program builds its Overview
+    return Row(**{**row, "host": _name(r["host"]), "db": _name(r["db"]), "table": _name(r["table"])})
+
+
+def shortened(ov: Overview) -> Overview:
+    """`ov` with every name the capture chose (hosts, databases, tables, keys, fields and values)
+    cut to what the page shows, so that its size depends on how much it lists, not on the input."""
+    timeline = ov.timeline
+    if timeline is not None:
+        timeline = replace(timeline, per_table=[replace(x, name=_name(x.name)) for x in timeline.per_table],
+                           per_host=[replace(x, name=_name(x.name)) for x in timeline.per_host])
+    return replace(
+        ov,
+        reject_reasons=[(_cut(r, TITLE_WIDTH), n) for r, n in ov.reject_reasons[:REASONS]],
+        hosts=[_name(h) for h in ov.hosts],
+        tables=[_short_table(r) for r in ov.tables],
+        timeline=timeline,
+        top_keys=[_short_key(k) for k in ov.top_keys],
+        flapping=[_short_key(k) for k in ov.flapping],
+        around=None if ov.around is None else replace(ov.around, events=[_short_event(e) for e in ov.around.events]),
+    )
+
+
 def render(ov: Overview, title: dict[str, str], limit: int = PAGE_LIMIT) -> str:
-    """The page, with as much detail as fits in `limit` bytes (DETAIL_STEPS)."""
+    """The page, with as much detail as fits in `limit` bytes (DETAIL_STEPS), every name shortened."""
+    ov = shortened(ov)
+    title = {k: _cut(v, TITLE_WIDTH) for k, v in title.items()}
     text = ""
     for i, ((history, around_n), table_rows) in enumerate(zip(DETAIL_STEPS, TABLE_ROWS)):
         text = _page(ov, title, history, around_n, table_rows, cut=i > 0)

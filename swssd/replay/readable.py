@@ -2,8 +2,12 @@
 
 A `.gz` file that is truncated or not gzip at all fails Spark's whole job (hundreds of lines of
 Java and Python traceback) at the first record past the damage. Each local `.gz` input is read
-through once in a thread while the JVM starts (zlib works outside the GIL); one that cannot be
-read is left out and counted as a rejected file, and the other inputs are replayed as usual.
+through once in a thread while the JVM starts (zlib works outside the GIL). One with no readable
+text is left out and counted as a rejected file; one damaged after some text (a capture cut short
+by a crash or a full disk) has its complete lines up to the damage compressed again into a private
+temporary directory, which Spark reads in its place (inputs.py names the lines by the original
+file), and the cut is counted as one rejected line naming the file and the offset. The other
+inputs are replayed as usual.
 
 A line longer than the limit (`--max-line-bytes`, 16 MiB by default) would be held whole by
 Spark's line reader: one 100 MB line ran the driver out of memory and ended the replay. Hadoop's
@@ -23,9 +27,11 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import shutil
+import tempfile
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,20 +105,118 @@ class LineScan:
             self.found.append((self._start_line, end - self._start))
 
 
-def scan(path: str, limit: int) -> tuple[list[LongLine], str | None]:
-    """The lines of local file `path` over `limit`, and why it cannot be read to its end (a `.gz`
-    file that is not gzip or is cut short, or any file that cannot be opened); None when it can."""
+@dataclass(frozen=True)
+class Cut:
+    """A `.gz` input whose data ends or breaks before the end of its stream (a capture cut short
+    by a crash or a full disk): its lines up to the cut are read from `copy` (the readable text,
+    compressed again), and the cut is one rejected line."""
+
+    path: str
+    copy: str
+    #: where the damage is: bytes of the file that could be read, and of text they held
+    offset: int
+    text_bytes: int
+    error: str
+
+    def reason(self) -> str:
+        return (f"gzip data cut or damaged at byte {self.offset} of the file ({self.error}): the lines up to "
+                f"byte {self.text_bytes} of its text were read, the rest is lost")
+
+
+class _Gunzip:
+    """A `.gz` file read in chunks as Spark's reader would (members one after another), noting
+    where the readable data ends when it is damaged."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0  # bytes of the file the text so far came from
+        self.text = 0  # bytes of text so far
+        self.error: str | None = None
+
+    def chunks(self) -> Iterator[bytes]:
+        with open(self.path, "rb") as f:
+            unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            pending = b""  # data of the file not given to zlib yet
+            started = False  # whether the member being read has begun
+            while True:
+                data = pending or f.read(_CHUNK)
+                pending = b""
+                if not data:
+                    if started and not unzip.eof:
+                        self.error = "the file ends inside a gzip stream"
+                    return
+                started = True
+                try:
+                    out = unzip.decompress(data, _CHUNK)
+                except zlib.error as exc:
+                    self.error = f"not gzip data: {exc}"
+                    return
+                used = len(data) - len(unzip.unused_data) - len(unzip.unconsumed_tail)
+                self.offset += used
+                self.text += len(out)
+                if out:
+                    yield out
+                if unzip.eof:  # the next member, if any, starts after this one
+                    pending = unzip.unused_data + unzip.unconsumed_tail
+                    unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                    started = False
+                else:
+                    pending = unzip.unconsumed_tail
+
+
+def scan(path: str, limit: int, repair_dir: Callable[[], str] | None = None) -> tuple[
+        list[LongLine], str | None, Cut | None]:
+    """The lines of local file `path` over `limit`; why it cannot be read at all (a `.gz` file with
+    no readable text, any file that cannot be opened), None when it can; and for a `.gz` file
+    damaged after some text, its Cut, the readable lines written again under `repair_dir()`."""
     lines = LineScan(limit)
+    gunzip = _Gunzip(path) if path.endswith(".gz") else None
     try:
-        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
-            while chunk := f.read(lines.chunk_size()):
-                lines.feed(chunk)
-    except (OSError, EOFError, zlib.error) as exc:
-        if path.endswith(".gz"):
-            return [], f"not a readable gzip file: {exc}"
-        return [], None  # Spark reports a plain file it cannot read itself, as before
+        if gunzip is not None:
+            for chunk in gunzip.chunks():
+                for start in range(0, len(chunk), lines.chunk_size()):
+                    lines.feed(chunk[start:start + lines.chunk_size()])
+        else:
+            with open(path, "rb") as f:
+                while chunk := f.read(lines.chunk_size()):
+                    lines.feed(chunk)
+    except OSError as exc:
+        if gunzip is not None:
+            return [], f"not a readable gzip file: {exc}", None
+        return [], None, None  # Spark reports a plain file it cannot read itself, as before
+    if gunzip is not None and gunzip.error is not None:
+        if gunzip.text == 0 or repair_dir is None:
+            return [], f"not a readable gzip file: {gunzip.error}", None
+        cut = _repair(gunzip, repair_dir())
+        found = [(n, length) for n, length in lines.found]  # the cut line itself is not read
+        return [LongLine(path, n, length) for n, length in found if n < cut[1]], None, cut[0]
     lines.end()
-    return [LongLine(path, n, length) for n, length in lines.found], None
+    return [LongLine(path, n, length) for n, length in lines.found], None, None
+
+
+def _repair(damaged: _Gunzip, directory: str) -> tuple[Cut, int]:
+    """The readable lines of a damaged `.gz` file (up to its last complete line) compressed again
+    under `directory`, keeping the file's name (its rotation index); the Cut, and the number of the
+    first line not read."""
+    folder = tempfile.mkdtemp(dir=directory)
+    copy = os.path.join(folder, os.path.basename(damaged.path))
+    again = _Gunzip(damaged.path)
+    written = newlines = 0
+    with gzip.open(copy, "wb", compresslevel=1) as out:
+        held = b""  # text after the last line end
+        for chunk in again.chunks():
+            if again.error is not None:
+                break
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                held += chunk
+                continue
+            out.write(held + chunk[:end + 1])
+            written += len(held) + end + 1
+            newlines += (held + chunk[:end + 1]).count(b"\n")
+            held = chunk[end + 1:]
+    cut = Cut(damaged.path, copy, damaged.offset, written, damaged.error or "")
+    return cut, newlines + 1
 
 
 def _local_files(path: str) -> list[str]:
@@ -140,6 +244,8 @@ class InputCheck:
         self.limit = limit
         local = [(p, f) for p in paths for f in _local_files(p)]
         self._found: dict[str, str] = {}
+        self._cuts: dict[str, Cut] = {}
+        self._repairs: str | None = None  # a private directory for the readable parts of cut files
         self._long: list[LongLine] = []
         self._lock = threading.Lock()
         self._threads = [
@@ -153,17 +259,35 @@ class InputCheck:
     def _run(self, files: list[tuple[str, str]]) -> None:
         """`files`: (the input given, a local file it stands for)."""
         for given, path in files:
-            long_lines, problem = scan(path, self.limit)
+            # a cut file is read from its repaired copy in its place: only when given by itself
+            long_lines, problem, cut = scan(path, self.limit, self._repair_dir if given == path else None)
             with self._lock:
                 if problem is not None:
                     self._found[given] = problem
                 else:
                     self._long.extend(long_lines)
+                if cut is not None:
+                    self._cuts[given] = cut
+
+    def _repair_dir(self) -> str:
+        if self._repairs is None:
+            self._repairs = tempfile.mkdtemp(prefix="swssd-replay-cut-")
+        return self._repairs
 
     def unreadable(self) -> dict[str, str]:
         """Path -> why, once the `.gz` files are checked (waits for them)."""
         self._threads[0].join()
         return dict(self._found)
+
+    def cuts(self) -> dict[str, Cut]:
+        """Path -> its Cut, for the `.gz` files damaged after some text (waits for them)."""
+        self._threads[0].join()
+        return dict(self._cuts)
+
+    def close(self) -> None:
+        """Remove the repaired copies (once Spark no longer reads them)."""
+        if self._repairs is not None:
+            shutil.rmtree(self._repairs, ignore_errors=True)
 
     def long_lines(self) -> tuple[LongLine, ...]:
         """The lines over the limit in the readable inputs, once every input is checked (waits)."""

@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 
 from .inputs import COUNTS, EVENT_COLUMNS, REJECT_COLUMNS, InputOptions, Inputs, Stored
 from .jvm import input_bytes
+from .output import write_replacing
 from .paths import SEGMENT_MARKER, is_segment
 
 FORMAT = "swssd replay capture segment"
@@ -192,9 +193,7 @@ def check_out(out: Path, paths: Sequence[str], segments: Sequence[Segment]) -> N
 
 
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    tmp = out / f".{SEGMENT_MARKER}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out / SEGMENT_MARKER)
+    write_replacing(out / SEGMENT_MARKER, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 def compact(inputs: Inputs, opts: InputOptions, segments: Sequence[Segment], out: Path) -> dict[str, int]:
@@ -215,13 +214,15 @@ def compact(inputs: Inputs, opts: InputOptions, segments: Sequence[Segment], out
         rejects = inputs.rejects
         rejects.write.parquet(str(out / "rejects"))
         schemas["rejects"] = json.loads(rejects.schema.json())
-    raw_bytes, seg_bytes = input_bytes(opts.paths), source_bytes(segments)
+    originals = dict(opts.replaced)  # a cut .gz file is recorded as itself, not its readable copy
+    paths = [originals.get(p, p) for p in opts.paths]
+    raw_bytes, seg_bytes = input_bytes(paths), source_bytes(segments)
     _write_manifest(out, {
         **head,
         "complete": True,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "counts": counts,
-        "sources": sources_of(opts.paths, segments),
+        "sources": sources_of(paths, segments),
         "input_bytes": None if raw_bytes is None or seg_bytes is None else raw_bytes + seg_bytes,
         "options": _options(opts),
         "schemas": schemas,

@@ -21,6 +21,8 @@ from typing import cast
 import structlog
 import zmq
 
+from .unfinished import UnfinishedMessages
+
 log = structlog.get_logger(__name__)
 
 _EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_ACCEPT_FAILED
@@ -45,6 +47,8 @@ class PeerGuard:
         self._refusing: set[int] = set()
         self._said = False
         self._local = _local_address(where)
+        #: told of every connection admitted and closed, when set
+        self.unfinished: UnfinishedMessages | None = None
         self._monitor: zmq.Socket[bytes] | None = sock.get_monitor_socket(_EVENTS)
         self._fd = cast(int, self._monitor.getsockopt(zmq.FD))
         self._loop = asyncio.get_running_loop()
@@ -74,6 +78,8 @@ class PeerGuard:
                 self._accepted(value)
             elif event == zmq.EVENT_DISCONNECTED:
                 self._admitted.discard(value)
+                if self.unfinished is not None:
+                    self.unfinished.forget(value)
                 self._refusing.discard(value)
                 if self._said and self.max_peers is not None and len(self._admitted) < self.max_peers * 9 // 10:
                     self._said = False
@@ -86,16 +92,18 @@ class PeerGuard:
     def _accepted(self, fd: int) -> None:
         if self.max_peers is None or len(self._admitted) < self.max_peers:
             self._admitted.add(fd)
+            if self.unfinished is not None:
+                self.unfinished.watch(fd)
             return
         self.refused += 1
         if not self._said:
             self._said = True
             log.warning("zmq peer limit reached: further connections are refused until peers leave",
                         endpoint=self.where, max_peers=self.max_peers, refused=self.refused)
-        if self._shut_down(fd):
+        if self.shut_down(fd):
             self._refusing.add(fd)
 
-    def _shut_down(self, fd: int) -> bool:
+    def shut_down(self, fd: int) -> bool:
         """shutdown(2) the descriptor when it is a connection to this server's address."""
         try:
             sock = socket.socket(fileno=fd)

@@ -18,9 +18,10 @@ wake-up, not a future per message). A server (and a consumer's persistence) need
 
 What a server holds is bounded, so a peer can neither starve the process nor grow it without
 limit: its connections (`max_peers`, peers.py), a message's size (ZMQ_MAXMSGSIZE: a frame that
-declares more than the C++ limit closes its connection before anything is allocated), libzmq's
-queue (`receive_hwm` messages a connection: libzmq counts messages, not bytes, and C++'s 10,000 of
-1 MB each is 10 GB), and the bytes read that its consumers did not pop yet (`max_buffer_bytes`).
+declares more than the C++ limit closes its connection before anything is allocated; parts of a
+message that never ends close it past that limit, unfinished.py), libzmq's queue (`receive_hwm`
+messages a connection: libzmq counts messages, not bytes, and C++'s 10,000 of 1 MB each is 10 GB),
+and the bytes read that its consumers did not pop yet (`max_buffer_bytes`).
 While those bytes are over the bound, or a consumer's table is paused, the server stops reading:
 libzmq's queue fills, then the TCP window, then the peer's send queue, whose sends then fail with
 EAGAIN and are retried, as against a C++ server that does not keep up.
@@ -37,6 +38,7 @@ import zmq
 
 from ...errors import SwssdError
 from ...fields import KeyOpFieldsValues
+from .drops import DropLog
 from .endpoints import check_ipc_path, warn_if_exposed
 from .one_change import read_one, remember_tail
 from .peers import PeerGuard
@@ -49,6 +51,7 @@ from .serializer import (
 )
 from .serializer import deserialize as _deserialize
 from .speedups import direct_address, read_single
+from .unfinished import FRAME_OVERHEAD, UnfinishedMessages
 
 log = structlog.get_logger(__name__)
 
@@ -86,9 +89,6 @@ _NOBLOCK = int(zmq.NOBLOCK)
 #: than a third of them
 _FAST_JUDGE = 512
 _FAST_PAUSE = 16384
-#: malformed messages logged one by one; past this, one line per _LOG_EVERY
-_LOG_FIRST = 100
-_LOG_EVERY = 1000
 
 
 class ZmqSendError(SwssdError, OSError):
@@ -289,16 +289,15 @@ class ZmqServer:
         self._held: set[object] = set()
         self._reading = False
         self._peers: PeerGuard | None = None
+        self._unfinished: UnfinishedMessages | None = None
+        #: bytes of the messages taken off the socket, with FRAME_OVERHEAD a message
+        self.read_bytes = 0
         #: messages taken off the socket
         self.received = 0
         #: changes handed to consumers
         self.changes = 0
-        #: messages that were not BinarySerializer messages
-        self.malformed = 0
-        #: well-formed messages for a (db, table) without a consumer
-        self.dropped = 0
+        self._drops = DropLog(endpoint)  # malformed and unrouted messages
         self._handlers: dict[str, dict[str, ZmqMessageHandler]] = {}
-        self._unrouted_logged: set[tuple[str, str]] = set()
         #: (header(), consumer) of the table the last message went to; None after (un)register
         self._route: tuple[bytes, ZmqMessageHandler] | None = None
         #: messages left to read without trying read_one(), and what it did since last judged
@@ -379,6 +378,21 @@ class ZmqServer:
         """Connections refused because max_peers was reached."""
         return self._peers.refused if self._peers is not None else 0
 
+    @property
+    def malformed(self) -> int:
+        """Messages that were not BinarySerializer messages."""
+        return self._drops.malformed
+
+    @property
+    def dropped(self) -> int:
+        """Well-formed messages for a (db, table) without a consumer."""
+        return self._drops.unrouted
+
+    @property
+    def unfinished_peers(self) -> int:
+        """Connections shut down for sending more of an unfinished message than a message may hold."""
+        return self._unfinished.dropped if self._unfinished is not None else 0
+
     # -- the socket ---------------------------------------------------------------------
 
     def bind(self) -> None:
@@ -402,11 +416,13 @@ class ZmqServer:
         self._context = context
         self._socket = sock
         self._loop = loop
-        self._where = self.last_endpoint or self.endpoint
+        self._where = self._drops.where = self.last_endpoint or self.endpoint
         self._peers = PeerGuard(sock, self._where, self.max_peers)
-        # The event loop watches the socket's notification fd itself (what pyzmq's asyncio
-        # sockets do underneath), and a wake-up drains every message waiting: no future, no
-        # task switch per message.
+        self._unfinished = self._peers.unfinished = UnfinishedMessages(
+            self._where, MAX_MESSAGE_SIZE, lambda: self.read_bytes, lambda: self._reading, self._peers.shut_down
+        )
+        # The loop watches the socket's notification fd itself (as pyzmq's asyncio sockets do),
+        # and a wake-up drains every message waiting: no future, no task switch per message.
         self._fd = cast(int, sock.getsockopt(zmq.FD))
         self._resume()
         log.info("zmq server bound", endpoint=self._where, max_peers=self.max_peers)
@@ -494,12 +510,12 @@ class ZmqServer:
                 try:
                     db_name, table_name, changes = read(data)
                 except ZmqMessageError as exc:
-                    self._malformed(data, exc)
+                    self._drops.malformed_message(data, exc)
                     continue
                 if table_name != last_table or db_name != last_db:
                     found = handlers.get(db_name, _NONE).get(table_name)
                     if found is None:
-                        self._unrouted(db_name, table_name)
+                        self._drops.unrouted_message(db_name, table_name)
                         last_db = last_table = head = route = self._route = None
                         continue
                     target = burst.setdefault(found, [])
@@ -521,6 +537,7 @@ class ZmqServer:
                 self._loop.call_later(0.1, self._drain)  # type: ignore[union-attr]
         finally:
             self.received += received
+            self.read_bytes += total + FRAME_OVERHEAD * received
             self._judge_fast(received, slow, learn)
             self._hand_over(burst, kept)
         if self._over():
@@ -556,30 +573,13 @@ class ZmqServer:
                 self._fast_pause = _FAST_PAUSE
             self._fast_tried = self._fast_slow = 0
 
-    def _malformed(self, data: bytes, exc: ZmqMessageError) -> None:
-        self.malformed += 1
-        if self.malformed <= _LOG_FIRST or self.malformed % _LOG_EVERY == 0:
-            log.error(
-                "malformed zmq message dropped",
-                endpoint=self._where, reason=str(exc), size=len(data), malformed=self.malformed,
-                head=data[:64].hex(),
-            )
-
-    def _unrouted(self, db_name: str, table_name: str) -> None:
-        self.dropped += 1
-        key = (db_name, table_name)
-        if key not in self._unrouted_logged and len(self._unrouted_logged) < 1000:
-            self._unrouted_logged.add(key)
-            log.warning(
-                "zmq message for a table without consumer dropped",
-                endpoint=self._where, db=db_name[:100], table=table_name[:100], dropped=self.dropped,
-            )
-
     async def close(self) -> None:
         """Stop reading and close the socket (messages not read yet are lost, as in C++)."""
         sock, self._socket = self._socket, None
         if self._peers is not None:
             self._peers.close()
+        if self._unfinished is not None:
+            self._unfinished.close()
         if sock is not None:
             assert self._loop is not None  # bind() set it with the socket
             if self._reading:
