@@ -283,6 +283,56 @@ def test_the_figures_equal_a_plain_python_fold(report: dict[str, Any], captures:
     assert {e["host"] for e in inside} == {"sw1", "sw2", "sw3"}
 
 
+def _top_of_each_table(keys: dict[tuple[str, ...], tuple[int, ...]], n: int, tables: int) -> list[tuple[Any, ...]]:
+    """(db, table, SET and DEL records, [(host, key, events)...]) of the `tables` busiest tables, as the fold
+    counts them, each table's keys ordered as the report orders them (events, DELs, then by name)."""
+    per_table: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+    for (host, db, table, key), figures in keys.items():
+        per_table.setdefault((db, table), []).append((host, key, figures[0], figures[2]))
+    busiest = sorted(per_table, key=lambda t: (-sum(k[2] for k in per_table[t]), t))[:tables]
+    return [(db, table, sum(k[2] for k in per_table[(db, table)]),
+             [(h, k, e) for h, k, e, _ in sorted(per_table[(db, table)], key=lambda k: (-k[2], -k[3], k[0], k[1]))[:n]])
+            for db, table in busiest]
+
+
+def test_each_busy_tables_most_changed_keys_equal_the_fold(report: dict[str, Any], captures: Path) -> None:
+    _, keys = fold_figures(read_events(captures)[0])
+    data = page_data(report["html"])
+    got = [(t["db"], t["table"], t["events"], [(k["host"], k["key"], k["events"]) for k in t["keys"]])
+           for t in data["top_keys_per_table"]]
+    assert got == _top_of_each_table(keys, 5, 10)
+    assert '<h2 id="per-table-keys-h">Most changed keys per table</h2>' in report["html"]
+
+
+def test_the_busiest_tables_top_key_is_named_when_a_map_outchanges_it(tmp_path: Path, spark: SparkSession) -> None:
+    """The most changed keys over all tables are a CONFIG_DB map's; ROUTE_TABLE has more events and
+    its own most changed key (199 changes) is still on the page."""
+    lines, us = [], START
+    def add(db: str, table: str, key: str, n: int, **extra: Any) -> None:
+        nonlocal us
+        for i in range(n):
+            us += 1000
+            lines.append(json.dumps({"ts": iso(us), "host": "sw1", "db": db, "table": table, "key": key,
+                                     "op": "SET", "fvs": [["v", str(i)]], **extra}))
+    add("APPL_DB", "ROUTE_TABLE", "10.0.0.0/24", 199, kind="state")
+    for i in range(1, 10):
+        add("APPL_DB", "ROUTE_TABLE", f"10.0.{i}.0/24", 60, kind="state")
+    for key in ("pg_lossless_100000_5m", "pg_lossless_40000_5m"):
+        add("CONFIG_DB", "BUFFER_PROFILE", key, 203, kind="subscriber")
+    _write(tmp_path / "captures" / "sw1" / "swssd.capture.jsonl", lines)
+    out = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "captures"), "--out", str(out), "--output", str(tmp_path / "o"),
+                 "--top", "2", *SPARK_ARGS]) == 0
+    data = page_data(out.read_text())
+    assert [k["table"] for k in data["top_keys"]] == ["BUFFER_PROFILE", "BUFFER_PROFILE"]
+    busiest = data["top_keys_per_table"][0]
+    assert (busiest["table"], busiest["events"]) == ("ROUTE_TABLE", 199 + 9 * 60)
+    top = busiest["keys"][0]
+    assert (top["key"], top["events"]) == ("10.0.0.0/24", 199)
+    section = out.read_text().split('id="per-table-keys-h"')[1]
+    assert "ROUTE_TABLE" in section and "10.0.0.0/24" in section
+
+
 def test_the_page_lists_the_dead_letters_with_their_reasons(report: dict[str, Any], captures: Path) -> None:
     events, _ = read_events(captures)
     dead = [(e["host"], e["db"], e["table"], e["key"], e["op"]) for e in events if e["dead"]]
@@ -475,6 +525,18 @@ def test_the_page_renders_in_headless_chromium(report: dict[str, Any], tmp_path:
             const d = document.getElementById('flap-1');
             return [d.open, d.querySelectorAll(':scope table tbody tr').length];""")
         assert opened == [True, data["flapping"][1]["history_shown"]] and opened[1] > 0
+        # the --around instant is marked on the time chart
+        marks = driver.execute_script("""
+            const l = document.getElementById('changes')._fullLayout;
+            return [l.shapes.map(s => s.x0), l.annotations.map(a => a.text)];""")
+        assert len(marks[0]) == 1 and any(text.startswith("--around ") for text in marks[1])
+        # every table fits the 1,400 px window: nothing wider than the page, no column cut
+        fit = driver.execute_script("""
+            const right = document.body.getBoundingClientRect().right;
+            const wide = Array.from(document.querySelectorAll('table')).filter(
+                t => t.getBoundingClientRect().right > right + 1).length;
+            return [window.innerWidth, document.documentElement.scrollWidth, wide];""")
+        assert fit[0] == 1400 and fit[1] <= fit[0] and fit[2] == 0, fit
         driver.execute_script("document.getElementById('changes').scrollIntoView()")
         shot = report["dir"] / "report.png"
         driver.save_screenshot(str(shot))

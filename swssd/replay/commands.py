@@ -348,6 +348,8 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
         timeline, sources = (overview.timeline(base, first_us, last_us, tables)
                              if first_us is not None and last_us is not None else (None, []))
         top_keys, flapping, keys_total, flapping_total = overview.top(keys, args.top)
+        per_table = overview.top_per_table(keys, tables, overview.BUSIEST_TABLES,
+                                           min(args.top, overview.KEYS_PER_TABLE))
         most_history, most_around = DETAIL_STEPS[0]  # the page keeps what fits
         overview.add_histories(base, top_keys + flapping, most_history)
         around = (overview.around(base, around_us, window_us, most_around)
@@ -358,7 +360,8 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
             counts=counts, rejects_path=rejects_path, reject_reasons=_reject_reasons(spark, rejects_path),
             sources=sources, events=events, first_us=first_us, last_us=last_us, hosts=hosts,
             tables=tables, timeline=timeline, keys_total=keys_total, flapping_total=flapping_total,
-            top_keys=top_keys, flapping=flapping, around=around, dead_letters=dead, dead_letters_total=dead_total,
+            top_keys=top_keys, flapping=flapping, around=around, per_table=per_table, dead_letters=dead,
+            dead_letters_total=dead_total,
         )
     finally:
         overview.release(inputs)

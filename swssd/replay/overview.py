@@ -58,6 +58,11 @@ STEPS_US = [
 DEAD_LETTERS = 200
 #: tables (and hosts) charted apart, the busiest first; the others as one series
 MAX_SERIES = 10
+#: the busiest tables (by SET and DEL records, over every host) whose own most changed keys are
+#: listed, and how many keys each: the most changed keys over all tables can all come from one
+#: busy table and hide the busiest key of every other one
+BUSIEST_TABLES = 10
+KEYS_PER_TABLE = 5
 OTHERS = {"table": "(other tables)", "host": "(other hosts)"}
 
 _KEYS = [quote_name(c) for c in KEY_COLUMNS]
@@ -132,6 +137,17 @@ class KeyFigures:
 
 
 @dataclass
+class TableKeys:
+    """One table (over every host) and its most changed keys."""
+
+    db: str
+    table: str
+    events: int
+    """SET and DEL records, as the keys' events count them"""
+    keys: list[KeyFigures]
+
+
+@dataclass
 class Around:
     """The window around an instant: `total` events in it, the first of them listed."""
 
@@ -162,6 +178,8 @@ class Overview:
     top_keys: list[KeyFigures]
     flapping: list[KeyFigures]
     around: Around | None
+    per_table: list[TableKeys] = field(default_factory=list)
+    """the busiest tables' own most changed keys, the busiest table first"""
     dead_letters: list[Event] = field(default_factory=list)
     """the first DEAD_LETTERS dead-lettered tasks, in replay order, with their reasons"""
     dead_letters_total: int = 0
@@ -397,6 +415,26 @@ def top(keys: DataFrame, n: int) -> tuple[list[KeyFigures], list[KeyFigures], in
     assert totals is not None
     return ([_key(r) for r in most], [_key(r) for r in flapping], int(totals["keys"]),
             int(totals["flapping"] or 0))
+
+
+def top_per_table(keys: DataFrame, tables: list[Row], tables_n: int, n: int) -> list[TableKeys]:
+    """The `n` most changed keys (ordered as `top` orders them) of each of the `tables_n` busiest
+    tables, a table being a database's table over every host; one job."""
+    records: dict[tuple[str, str], int] = {}
+    for r in tables:
+        records[(r["db"], r["table"])] = records.get((r["db"], r["table"]), 0) + r["events"] - r["notifications"]
+    busiest = sorted((t for t, count in records.items() if count > 0), key=lambda t: (-records[t], t))[:tables_n]
+    if not busiest or n <= 0:
+        return []
+    wanted = F.concat_ws("\u0000", "db", "table").isin(["\u0000".join(t) for t in busiest])
+    order = Window.partitionBy("db", "table").orderBy(F.desc("events"), F.desc("dels"), *KEY_COLUMNS)
+    rows = keys.where(wanted).withColumn("rank", F.row_number().over(order)).where(F.col("rank") <= n).collect()
+    found: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        found.setdefault((r["db"], r["table"]), []).append(r)
+    return [TableKeys(db, table, records[(db, table)],
+                      [_key(r) for r in sorted(found.get((db, table), []), key=lambda r: r["rank"])])
+            for db, table in busiest]
 
 
 def _key(r: Row) -> KeyFigures:

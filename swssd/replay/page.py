@@ -31,7 +31,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 from pyspark.sql import Row
 
-from .overview import OTHERS, Around, Event, KeyFigures, Overview, Series
+from .overview import OTHERS, Around, Event, KeyFigures, Overview, Series, TableKeys
 
 #: the page's size limit in bytes (issue 28: under 5 MB for a 4M-event capture, whatever its shape)
 PAGE_LIMIT = 4_990_000
@@ -57,9 +57,10 @@ _STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto;max-width:1400px;color:#222;
 padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
-td.n,th.n{text-align:right}td{white-space:nowrap}td.w{white-space:normal}th{background:#f4f4f4}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0;max-width:100%}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td.n,th.n{text-align:right;white-space:nowrap}th{background:#f4f4f4}
+h3{font-size:1em;margin:1.2em 0 .2em}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.95em}
 details>summary{cursor:pointer;color:#1f5fa8}details[open]{background:#fafcff}
 .note{color:#666;font-size:.85em}
@@ -226,6 +227,8 @@ def changes_figure(ov: Overview) -> go.Figure | None:
         _series_traces(fig, tl.per_host, 2, start, step_ms, step_text, "legend2")
     fig.update_xaxes(type="date")
     fig.update_yaxes(title_text=f"events / {step_text}", rangemode="tozero")
+    if ov.around is not None:
+        _mark_instant(fig, ov.around.at_us)
     layout: dict[str, Any] = {
         "height": 700 if several else 420, "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
         "hovermode": "closest",
@@ -236,6 +239,15 @@ def changes_figure(ov: Overview) -> go.Figure | None:
         layout["legend2"] = {"title": {"text": "hosts"}, "y": 0.45, "yanchor": "top", "x": 1.02}
     fig.update_layout(**layout)
     return fig
+
+
+def _mark_instant(fig: go.Figure, at_us: int) -> None:
+    """The --around instant as a dashed line across the time chart, labelled at its top."""
+    at = _plot_time(at_us)
+    fig.add_shape(type="line", x0=at, x1=at, xref="x", yref="paper", y0=0, y1=1,
+                  line={"color": "#444", "dash": "dash", "width": 1})
+    fig.add_annotation(x=at, xref="x", y=1, yref="paper", yanchor="bottom", showarrow=False,
+                       text=f"--around {iso(at_us)[:23]}Z", font={"size": 11, "color": "#444"})
 
 
 def _key_label(k: KeyFigures, hosts: int) -> str:
@@ -303,6 +315,20 @@ def _keys_table(keys: list[KeyFigures], prefix: str, shown: int) -> str:
     return _table(["#", "host", "db", "table", "key", "events", "SET", "DEL", "dead", "SET/DEL alt.",
                    "reversions", "flaps", "first", "last", "history"], rows,
                   numeric={0, 5, 6, 7, 8, 9, 10, 11})
+
+
+def _per_table(tables: list[TableKeys]) -> str:
+    """Each busiest table's own most changed keys: a short table each, the busiest table first."""
+    if not tables:
+        return "<p>None.</p>"
+    parts = []
+    for t in tables:
+        rows = [(i + 1, k.host, _Raw(f"<span class=mono>{_e(k.key)}</span>"), k.events, k.sets, k.dels, k.flaps,
+                 iso(k.first_us), iso(k.last_us)) for i, k in enumerate(t.keys)]
+        parts.append(f"<h3>{_e(t.db)} {_e(t.table)} <span class=note>{t.events} SET and DEL records</span></h3>"
+                     + _table(["#", "host", "key", "events", "SET", "DEL", "flaps", "first", "last"], rows,
+                              numeric={0, 3, 4, 5, 6}))
+    return "".join(parts)
 
 
 def around_figure(a: Around, events: list[Event], hosts: int) -> go.Figure:
@@ -385,6 +411,8 @@ def data_block(ov: Overview, history: int, around: int, table_rows: int) -> dict
         "tables_total": len(ov.tables),
         "top_keys": [key(k) for k in ov.top_keys],
         "flapping": [key(k) for k in ov.flapping],
+        "top_keys_per_table": [{"db": t.db, "table": t.table, "events": t.events, "keys": [key(k) for k in t.keys]}
+                               for t in ov.per_table],
         "around": None if ov.around is None else {
             "at": iso(ov.around.at_us), "window_us": ov.around.window_us, "events": ov.around.total,
             "shown": min(around, len(ov.around.events))},
@@ -418,6 +446,9 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, tabl
                                                             ("dels", "DEL", OP_COLOR["DEL"])], hosts, "churn"),
                                   DIV_KEYS))
         parts.append(_keys_table(ov.top_keys, "churn", history))
+    parts.append(f'<h2 id="per-table-keys-h">Most changed keys per table</h2><p class=note>The {len(ov.per_table)} '
+                 "busiest tables (SET and DEL records over every host), each with its own most changed keys.</p>"
+                 + _per_table(ov.per_table))
     parts.append(
         f"<h2>Flapping keys</h2><p class=note>{ov.flapping_total} keys flap. Flaps = SET/DEL alternations "
         "(consecutive records, one SET and one DEL) + reversions (a field set back to the value it had before "
@@ -484,6 +515,8 @@ def shortened(ov: Overview) -> Overview:
         timeline=timeline,
         top_keys=[_short_key(k) for k in ov.top_keys],
         flapping=[_short_key(k) for k in ov.flapping],
+        per_table=[replace(t, db=_name(t.db), table=_name(t.table), keys=[_short_key(k) for k in t.keys])
+                   for t in ov.per_table],
         around=None if ov.around is None else replace(ov.around, events=[_short_event(e) for e in ov.around.events]),
     )
 
