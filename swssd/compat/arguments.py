@@ -86,6 +86,7 @@ def set_pairs(method: str, key: object, fvs: object) -> list[Any]:
     prototypes = _SET_PROTOTYPES.get(method)
     if prototypes and not isinstance(key, str):
         raise overload_error(method, prototypes)
+    check_strings(method, key)
     if not isinstance(fvs, (list, tuple)):
         raise SystemError(f"<built-in function {method}> returned a result with an exception set")
     flat: list[Any] = []
