@@ -150,12 +150,19 @@ def probe(sc, config):
                   [["a", "b"]], ("a", "b"), {"a": "b"}, None, 5, (x for x in [("a", "b")])):
             t(f"{name}.set {v!r}"[:40], lambda: obj.set("k", v))
         t(f"{name}.set int key", lambda: obj.set(1, [("a", "b")]))
+        t(f"{name}.set None key", lambda: obj.set(None, [("a", "b")]))
+        t(f"{name}.set ab", lambda: obj.set("k", ["ab"]))
+        if obj is not PT:
+            t(f"{name}.set int op", lambda: obj.set("k", [("a", "b")], 1))
+            t(f"{name}.set int prefix", lambda: obj.set("k", [("a", "b")], "", 1))
         t(f"{name}.set ok", lambda: obj.set("ok", (("a", "b"),)))
     for v in ([("a", 1)], [("a", 1.5)], [["a", "b"]], [("a", "b")], (("a", "b"),), [], None, [("a", None)],
-              [("a", b"b")], [("a", "b", "c")], 2, (x for x in [("a", "b")])):
+              [("a", b"b")], [("a", "b", "c")], 2, (x for x in [("a", "b")]), ["ab"], ["abc"], {"a": "b"},
+              [["a", "b"], ("c", "d")]):
         t(f"FieldValuePairs {v!r}"[:40], lambda: list(sc.FieldValuePairs(v)))
     t("FieldValuePairs()", lambda: list(sc.FieldValuePairs()))
     t("FieldValuePairs.append int", lambda: sc.FieldValuePairs().append(("a", 1)))
+    t("FieldValuePairs.append list", lambda: (lambda v: (v.append(["a", "b"]), list(v)))(sc.FieldValuePairs()))
     NP = sc.NotificationProducer(db, "SN")
     t("NP.send list", lambda: NP.send("op", "d", [("a", "1")]))
     t("NP.send None", lambda: NP.send("op", "d", None))

@@ -76,15 +76,17 @@ def overload_error(function: str, prototypes: tuple[str, ...]) -> TypeError:
                      "  Possible C/C++ prototypes are:\n" + "".join(f"    {p}\n" for p in prototypes))
 
 
-def set_pairs(method: str, key: object, fvs: object) -> list[Any]:
+def set_pairs(method: str, key: object, fvs: object, op: object = "", prefix: object = "") -> list[Any]:
     """field, value, field, value... of what a writer's set(key, pairs) takes, refused as the binding
     refuses it: pairs given as anything but a list or tuple of 2-tuples of str (or bytes), an int or a
     float among them included, are the SystemError its typemap leaves (a malformed pair or a key that is
-    not a str the overload TypeError where the method is overloaded). Permissive: any iterable of 2-tuples."""
+    not a str, or an op or prefix that is not one, the overload TypeError where the method is overloaded;
+    a None key the null-reference ValueError). Permissive: any iterable of 2-tuples."""
     if permissive():
         return _lenient_pairs(fvs)
     prototypes = _SET_PROTOTYPES.get(method)
-    if prototypes and not isinstance(key, str):
+    if prototypes and (not isinstance(key, (str, type(None))) or not isinstance(op, str)
+                       or not isinstance(prefix, str)):
         raise overload_error(method, prototypes)
     check_strings(method, key)
     if not isinstance(fvs, (list, tuple)):
@@ -131,14 +133,17 @@ def new_pairs(args: tuple[Any, ...]) -> list[tuple[str, str]]:
 
 
 def _is_str_pair(pair: object) -> bool:
-    return (isinstance(pair, (list, tuple)) and len(pair) == 2
+    """A 2-sequence of str, as SWIG's std::pair conversion takes it (a 2-character str is one too)."""
+    return (isinstance(pair, (list, tuple, str)) and len(pair) == 2
             and isinstance(pair[0], str) and isinstance(pair[1], str))
 
 
 def pair_to_append(pair: object) -> tuple[str, str]:
     """FieldValuePairs.append's argument: a 2-sequence of str, else the binding's TypeError."""
-    if permissive() or _is_str_pair(pair):
+    if permissive():
         return pair  # type: ignore[return-value]
+    if _is_str_pair(pair):
+        return pair[0], pair[1]  # type: ignore[index]
     raise TypeError(f"in method 'FieldValuePairs_append', argument 2 of type '{_PAIRS}::value_type const &'")
 
 

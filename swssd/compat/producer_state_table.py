@@ -64,7 +64,7 @@ class ProducerStateTable(TableBase):
 
     def set(self, key: str, values: Iterable[tuple[str, str]], op: str = "SET", prefix: str = "") -> None:
         """Set fields of one entry (op and prefix unused, as in C++)."""
-        flat = set_pairs("ProducerStateTable_set", key, values)
+        flat = set_pairs("ProducerStateTable_set", key, values, op, prefix)
         if self._temp_view is not None:
             self._temp_view.setdefault(key, {}).update(zip(flat[::2], flat[1::2]))
             return

@@ -60,7 +60,7 @@ class Table(TableBase):
         self, key: str, values: Iterable[tuple[str, str]], op: str = "", prefix: str = "", ttl: int = DEFAULT_DB_TTL
     ) -> None:
         """HSET every pair in one command (then EXPIRE with a ttl); nothing for no pairs."""
-        flat = set_pairs("Table_set", key, values)
+        flat = set_pairs("Table_set", key, values, op, prefix)
         if not flat:
             return
         name = self.getKeyName(key)
