@@ -43,7 +43,9 @@ class ProducerTable(TableBase):
 
     def set(self, key: str, values: Iterable[tuple[str, str]], op: str = "SET", prefix: str = "") -> None:
         """Enqueue (key, JSON of the pairs, "S" + op); only create/set/bulkset ops wait when buffered."""
-        pairs = list(zip(*[iter(set_pairs("ProducerTable_set", key, values))] * 2))
+        flat = [x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else x
+                for x in set_pairs("ProducerTable_set", key, values)]  # bytes go as they are, as in C++
+        pairs = list(zip(*[iter(flat)] * 2))
         self._enqueue(key, encode_field_values(pairs), "S" + op, self._buffered and op in BUFFERED_OPS)
 
     def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:
