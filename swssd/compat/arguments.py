@@ -147,7 +147,6 @@ def pair_to_append(pair: object) -> tuple[str, str]:
     raise TypeError(f"in method 'FieldValuePairs_append', argument 2 of type '{_PAIRS}::value_type const &'")
 
 
-
 def check_string_map(method: str, position: int, values: object) -> None:
     """A `std::map<std::string, std::string> const &` argument: a dict of str to str, else the
     binding's TypeError (an int or float value included). Permissive: anything hmset can send."""
