@@ -35,7 +35,7 @@ import uvloop
 
 from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Select
 from swssd.ops import logs as swssd_logging
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.daemon import Daemon
 from swssd.redis.embedded_redis import EmbeddedRedis
 

@@ -29,11 +29,12 @@ from .errors import (
 )
 from .ops import logs as swssd_logging
 from .ops.files import reason
-from .orch.config import DEFAULT_CONFIG, Config, load_config
+from .orch.config import DEFAULT_CONFIG, Config
+from .orch.config_file import load_config
 from .orch.plugins import PluginError, use_config_dir
 from .redis.connector import DBConnector
 from .redis.embedded_redis import EmbeddedRedis
-from .tools import check, db, dump, produce, status, watch
+from .tools import check, db, dead_letters, dump, produce, status, watch
 from .tools.connect import ConnectionOptionsError, namespaced
 
 EXIT_CONFIG = 2
@@ -157,7 +158,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         database_config = server.write_database_config()
-        code = uvloop.run(run_demo(database_config, args.seconds, args.capture))
+        code = uvloop.run(run_demo(database_config, args.seconds, args.capture, args.host))
         if code == 0 and args.dump is not None:
             uvloop.run(_dump_appl_db(database_config, args.dump))
         return code
@@ -237,6 +238,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     return int(status.run(args))
 
 
+def cmd_dead_letters(args: argparse.Namespace) -> int:
+    prog = "swssd dead-letters"
+    try:
+        return int(uvloop.run(dead_letters.run(args)))
+    except dead_letters.DeadLetterArgsError as exc:
+        return _fail(str(exc), EXIT_CONFIG, prog)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_CONFIG, prog)
+    except BrokenPipeError:  # `swssd dead-letters list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (RedisUnreachableError, RedisError, SwssdError, OSError) as exc:
+        return _fail(str(exc) or type(exc).__name__, 1, prog)
+
+
 def cmd_replay(argv: list[str]) -> int:
     from .replay.cli import main as replay_main
 
@@ -272,6 +288,11 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
         "--capture", type=Path, metavar="DIR",
         help="also capture every popped task to DIR (swssd.capture.jsonl and swss.rec), "
              "as [capture] does: something for `swssd replay` to read",
+    )
+    parser.add_argument(
+        "--host", metavar="NAME",
+        help="the host the capture names (default: this machine's name): demos captured as different "
+             "hosts replay as different switches",
     )
     parser.add_argument(
         "--dump", type=Path, metavar="FILE",
@@ -364,6 +385,16 @@ def build_parser() -> argparse.ArgumentParser:
         "loop lag and reconnects.",
         epilog="exit status: 0 healthy, 1 unhealthy (Redis down, loop stalled or lagging, a table stalled, not ready), "
         "2 endpoint unreachable or no endpoint in the config.",
+    )
+    _command(
+        sub, "dead-letters", cmd_dead_letters, dead_letters.add_arguments,
+        help="list, show, retry or purge the tasks a daemon gave up on (kept in Redis)",
+        description="A daemon keeps every task it dead-lettered (failed max_attempts times, or set aside by "
+        "the crash-loop guard) with the reason, in a capped Redis stream per database "
+        "(_SWSSD_DEAD_LETTERS:<instance>). Give the daemon's --config. `retry` sends tasks back through "
+        "the table's channel, so the running daemon handles them with the table's current rules.",
+        epilog=f"exit status: 0 done; 1 Redis unreachable or a Redis error, or a dead letter not found or not "
+        f"retried; {EXIT_CONFIG} invalid config or arguments.",
     )
     # Only for `swssd --help`: main() hands everything after `replay` to the replay command line.
     sub.add_parser(

@@ -4,26 +4,52 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from swssd import DBConnector
 from swssd.redis.embedded_redis import EmbeddedRedis
+
+# Hypothesis keeps no example database: a failing example is printed with the failure, to be
+# pinned with @example. Its other files (a cache of constants) go to a temp dir of the run, removed
+# at its end, not to .hypothesis/ in the working directory: the suite leaves nothing in the tree.
+settings.register_profile("swssd", database=None)
+settings.load_profile("swssd")
+_HYPOTHESIS_HOME: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _HYPOTHESIS_HOME.append(tempfile.mkdtemp(prefix="swssd-hypothesis-"))
+    set_hypothesis_home_dir(_HYPOTHESIS_HOME[-1])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _HYPOTHESIS_HOME:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The suite's own $XDG_CACHE_HOME: replay's JVM class archive (about 180 MB, written by the
-    first replay) goes there, never into the cache of whoever runs the tests."""
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    first replay) goes there, never into the cache of whoever runs the tests. Spark's scratch
+    directories (spark-*, blockmgr-*, otherwise in /tmp and left there by a JVM that is killed)
+    go beside it: the run's temp dir, removed when the run passes."""
+    names = {"XDG_CACHE_HOME": "xdg-cache", "SPARK_LOCAL_DIRS": "spark-local"}
+    before = {name: os.environ.get(name) for name in names}
+    for name, directory in names.items():
+        os.environ[name] = str(tmp_path_factory.mktemp(directory))
     yield
-    if before is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -37,12 +37,19 @@ def build_driver(source: str, out_dir: Path, header: str = "dbconnector.h") -> P
     root = swss_common_dir()
     cxx = os.environ.get("CXX", "g++")
     if root is None:
-        pytest.skip("no sonic-swss-common tree: set SWSS_COMMON_DIR (or provide ../cpp/env.sh)")
+        pytest.skip(
+            "compares with the C++ library and needs a built sonic-swss-common: none found. Set "
+            "$SWSS_COMMON_DIR to its source tree (built: common/.libs/libswsscommon.so), or "
+            "$SWSSD_SWSSCOMMON_ENV to a shell file that exports SWSS_COMMON_DIR (the build's env.sh; "
+            f"looked for {Path(__file__).resolve().parents[2] / 'cpp' / 'env.sh'} too)"
+        )
     libs = root / "common" / ".libs"
     if not (root / "common" / header).exists() or not (libs / "libswsscommon.so").exists():
-        pytest.skip(f"{root} has no built libswsscommon (common/.libs/libswsscommon.so) and headers")
+        pytest.skip(f"compares with the C++ library, but the sonic-swss-common tree {root} (from "
+                    "$SWSS_COMMON_DIR or the env file) is not built: no common/.libs/libswsscommon.so "
+                    "or headers; build it first")
     if shutil.which(cxx) is None:
-        pytest.skip(f"no C++ compiler ({cxx})")
+        pytest.skip(f"builds a C++ test driver, but the C++ compiler {cxx!r} ($CXX, else g++) is not on PATH")
     binary = out_dir / Path(source).stem
     build = subprocess.run(
         [

@@ -52,13 +52,15 @@ class BatchRecordingOrch(RecordingOrch):
 
 class TroubleOrch(RecordingOrch):
     """Misbehaves by key prefix: `fail*` always raises, `flaky*` raises twice then works, `hang*`
-    never returns, `wait*` raises Retry until STATE_DB `GATE|<key>` exists. Other keys work."""
+    never returns, `wait*` raises Retry until STATE_DB `GATE|<key>` exists, `broken*` raises until
+    STATE_DB `FIX|<key>` exists (a failure whose cause an operator fixes). Other keys work."""
 
     databases = ("STATE_DB",)
 
     async def start(self) -> None:
         await super().start()
         self._gates = Table(self.connector("STATE_DB"), "GATE")
+        self._fixes = Table(self.connector("STATE_DB"), "FIX")
         self._calls: dict[str, int] = {}
 
     async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
@@ -72,6 +74,8 @@ class TroubleOrch(RecordingOrch):
             await asyncio.Event().wait()
         if key.startswith("wait") and await self._gates.get(key) is None:
             raise Retry(f"gate {key} closed")
+        if key.startswith("broken") and await self._fixes.get(key) is None:
+            raise RuntimeError(f"no route to {key}'s next hop")
         self.record(table, task)
 
 

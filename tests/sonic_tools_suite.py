@@ -387,9 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         return inside(args)
     trees = {name: str(Path(value).resolve()) for name in TREES if (value := getattr(args, name.replace("-", "_")))}
     if not trees:
-        return skip(f"no SONiC tree given (--{', --'.join(TREES)} or their $SONIC_*_TREE variables)")
+        return skip("runs unmodified SONiC programs, which come from their source checkouts: give them with "
+                    f"--{', --'.join(TREES)} (or $SONIC_<NAME>_TREE, e.g. $SONIC_UTILITIES_TREE; README: "
+                    "\"Unmodified SONiC programs\")")
     if not args.binding or not Path(args.binding).exists():
-        return skip("no built binding to compare with (--binding or $SWSSD_SWSSCOMMON_ENV)")
+        return skip("compares each program on swssd with the same on sonic-swss-common's built Python binding: "
+                    "give the binding's env file (a shell file exporting its PYTHONPATH and LD_LIBRARY_PATH) "
+                    "with --binding or $SWSSD_SWSSCOMMON_ENV")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip") or not shutil.which("redis-cli"):
         return skip("needs root with unshare, ip and redis-cli, for a private redis-server")
     probe = subprocess.run(["unshare", "--net", "--mount", "--fork", "true"], capture_output=True, text=True)

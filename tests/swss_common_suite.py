@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         if tree is None:
             archive = args.archive or default_archive()
             if archive is None or not archive.exists():
-                return skip(f"no sonic-swss-common tree (--tree, $SWSS_COMMON_TREE) or archive in {VENDOR}")
+                return skip("runs sonic-swss-common's own Python tests, which come from its source: give a checkout "
+                            f"(--tree, or $SWSS_COMMON_TREE), or put its `git archive` tarball in {VENDOR}")
             tree = extract_tests(archive, Path(scratch))
         if not all((tree / "tests" / name).exists() for name in TESTS):
             return skip(f"{tree}/tests does not hold {', '.join(TESTS)}")

@@ -49,6 +49,15 @@ def test_demo_captures_and_dumps_what_replay_diff_compares(tmp_path: Path) -> No
     assert records and json.loads((tmp_path / "live.json").read_text()) == state
 
 
+def test_demo_host_names_the_captured_switch(tmp_path: Path) -> None:
+    out = subprocess.run([*CLI, "demo", "--seconds", "2", "--capture", "cap", "--host", "sw9"],
+                         capture_output=True, text=True, timeout=90, env=clean_env(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "cap" / "swssd.capture.jsonl").read_text().splitlines()]
+    assert records and {r["host"] for r in records} == {"sw9"}
+    assert (tmp_path / "cap" / "_swssd_host").read_text() == "sw9\n"
+
+
 def test_demo_shows_changes_flowing_and_exits_0() -> None:
     out = subprocess.run([*CLI, "demo", "--seconds", "4"], capture_output=True, text=True, timeout=90, env=clean_env())
     assert out.returncode == 0, out.stderr[-3000:]

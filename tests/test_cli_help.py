@@ -55,7 +55,7 @@ def replay_subcommands() -> list[str]:
 
 @pytest.mark.parametrize("name", replay_subcommands())
 def test_every_replay_command_help_ends_with_its_exit_statuses(name: str) -> None:
-    """As the README says of every help: `swssd replay NAME --help` (the command line a user runs)."""
+    """As the docs say of every help: `swssd replay NAME --help` (the command line a user runs)."""
     out = swssd("replay", name, "--help")
     assert out.returncode == 0, out.stderr
     last = " ".join(out.stdout.rstrip().split("\n\n")[-1].split())
@@ -118,4 +118,4 @@ def test_demo_says_how_long_it_runs_what_its_totals_mean_and_what_next() -> None
     assert totals < legend < err.index("What to try next:")
     for word in ("produced", "handled", "waiting", "retries", "dead_lettered"):
         assert f"\n  {word} " in err[legend:], word
-    assert "swssd run --config" in err and "Write a plugin" in err
+    assert "swssd run --config" in err and "docs/plugins.md" in err

@@ -379,7 +379,8 @@ def test_cfg_schema_regenerates_from_sonic_yang_models(tmp_path: Path) -> None:
 
     models = os.environ.get("SONIC_YANG_MODELS")
     if not models:
-        pytest.skip("no sonic-yang-models tree: set $SONIC_YANG_MODELS to its yang-models directory")
+        pytest.skip("regenerates cfg_schema.py from SONiC's YANG models: set $SONIC_YANG_MODELS to the "
+                    "yang-models directory of a sonic-buildimage checkout (src/sonic-yang-models/yang-models)")
     out = tmp_path / "cfg_schema.py"
     assert gen_cfg_schema.main([models, "--commit", cfg_schema.CFG_SCHEMA_COMMIT, "--output", str(out)]) == 0
     assert out.read_text() == Path(cfg_schema.__file__).read_text()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from swssd.orch.config import MAX_POP_BATCH_SIZE, MAX_SECONDS, config_from_dict
+from swssd.orch.config import MAX_POP_BATCH_SIZE, MAX_SECONDS
+from swssd.orch.config_file import config_from_dict
 
 ORCH = '[[orchs]]\nplugin = "orch_plugins:RecordingOrch"\ntables = [{table = "T"%s}]\n'
 TESTS_DIR = Path(__file__).resolve().parent

@@ -72,7 +72,9 @@ def _swsscommon_env() -> dict[str, str] | None:
 def swss_env() -> dict[str, str]:
     env = _swsscommon_env()
     if env is None:
-        pytest.skip(f"cannot source {_env_file()} for swsscommon's environment")
+        pytest.skip(f"compares with sonic-swss-common's Python binding: the env file {_env_file()} "
+                    "($SWSSD_SWSSCOMMON_ENV, a shell file exporting the binding's PYTHONPATH and "
+                    "LD_LIBRARY_PATH) could not be sourced by bash")
     probe = subprocess.run(
         # the C++ binding itself: swssd's opt-in `swsscommon` package (compat/) has no _swsscommon
         [env.get("PYTHON", sys.executable), "-c", "from swsscommon import swsscommon, _swsscommon"],
@@ -80,7 +82,9 @@ def swss_env() -> dict[str, str]:
     )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"swsscommon's Python binding cannot be imported ({last}); env file: {_env_file()}")
+        pytest.skip(f"compares with sonic-swss-common's Python binding, which cannot be imported ({last}); "
+                    "set $SWSSD_SWSSCOMMON_ENV to a shell file exporting the built binding's PYTHONPATH "
+                    f"and LD_LIBRARY_PATH (env file used: {_env_file() or 'none'})")
     return env
 
 

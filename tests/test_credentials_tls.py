@@ -24,7 +24,7 @@ import redis
 from daemon_harness import DaemonProcess, read_records, to_toml, wait_until
 from swssd import DBConnector, ProducerStateTable, RedisAuthError, RedisUrlError
 from swssd.errors import ConfigError
-from swssd.orch.config import config_from_dict, load_config
+from swssd.orch.config_file import config_from_dict, load_config
 from swssd.redis.credentials import CREDENTIAL_NAME, PASSWORD_ENV
 from swssd.redis.embedded_redis import find_redis_server, free_port
 from swssd.redis.redis_url import parse

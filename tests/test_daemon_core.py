@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Retry
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.daemon import Daemon
 from swssd.orch.reliable_pop import PREFETCH_DEPTH
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port

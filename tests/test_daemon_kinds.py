@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from daemon_harness import DaemonProcess, read_records, write_config
 from swssd import DBConnector, KeyOpFieldsValues, Orch
 from swssd.errors import ConfigError
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.redis.embedded_redis import EmbeddedRedis
 from test_daemon_core import GatedOrch, eventually, make_config, start_daemon  # noqa: F401 - fixture
 

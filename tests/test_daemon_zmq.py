@@ -22,7 +22,7 @@ from swssd.channels.zmq import ZmqClient, ZmqProducerStateTable
 from swssd.channels.zmq.serializer import serialize
 from swssd.errors import ConfigError
 from swssd.fields import KeyOpFieldsValues
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.redis.embedded_redis import EmbeddedRedis
 
 KEYS = [f"10.{i}.0.0/16" for i in range(40)] + ["fe80::1:x|y", "é"]

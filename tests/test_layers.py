@@ -14,9 +14,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "swssd"
 
 #: Modules at the package root that everything may use: they import only each other.
 BASE = {"errors", "fields", "names", "schema", "backoff", "lua", "warm_restart"}
-#: The entry points on top: the public facade (swssd/__init__.py), the command line, and the
-#: example plugins, which use the public API as any plugin does. They may import anything.
-TOP = {"", "cli", "console", "runner", "orch.examples"}
+#: The entry points on top: the public facade (swssd/__init__.py), the command line, the
+#: example plugins, which use the public API as any plugin does, and swssd.testing, the kit a
+#: plugin's tests use. They may import anything.
+TOP = {"", "cli", "console", "runner", "orch.examples", "testing"}
 #: Each layer and the layers it may import (besides itself and the base modules); the package
 #: docstrings say the same.
 ALLOWED: dict[str, set[str]] = {

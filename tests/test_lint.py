@@ -16,9 +16,10 @@ pytest.importorskip("ruff", reason="ruff is in the test extra: pip install -e '.
 
 
 def ruff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`ruff check` from the repository root, so pyproject.toml's [tool.ruff] applies."""
+    """`ruff check` from the repository root, so pyproject.toml's [tool.ruff] applies (with no
+    cache: the suite leaves no .ruff_cache in the tree)."""
     return subprocess.run(
-        [sys.executable, "-m", "ruff", "check", *args],
+        [sys.executable, "-m", "ruff", "check", "--no-cache", *args],
         capture_output=True, text=True, timeout=300, cwd=ROOT, input=stdin,
     )
 

@@ -15,7 +15,7 @@ import pytest
 
 from swssd import ConfigError, DBConnector, Table
 from swssd.names import table_name_problem
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.redis.embedded_redis import EmbeddedRedis
 from swssd.redis.scan import read_table
 

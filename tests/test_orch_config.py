@@ -8,7 +8,7 @@ import pytest
 
 from swssd.cli import EXIT_CONFIG, main
 from swssd.errors import ConfigError
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.orch.plugins import PluginError, load_class
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,3 +122,12 @@ def test_plugin_errors_name_the_plugin(spec: str, words: str) -> None:
 def test_entry_points_of_the_examples() -> None:
     assert load_class("port_mirror").__name__ == "PortMirrorOrch"
     assert load_class("route").__name__ == "RouteOrch"
+
+
+def test_a_misspelt_key_is_named_with_the_orch_it_is_in(tmp_path: Path) -> None:
+    text = GOOD + '[[orchs]]\nplugin = "route"\nname = "routes2"\ntabels = [{table = "R"}]\n'
+    err = error_of(tmp_path, text)
+    assert "unknown key 'tabels' (did you mean 'tables'?)" in err.problem
+    assert "'routes2'" in err.problem
+    err = error_of(tmp_path, GOOD.replace('table = "PORT_TABLE"', 'table = "P", prioritty = 3'))
+    assert err.field == "orchs.0.tables.0.prioritty" and "did you mean 'priority'?" in err.problem

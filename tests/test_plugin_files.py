@@ -1,4 +1,4 @@
-"""Plugins as a new user writes them: README's "Write a plugin" example, as written there, beside
+"""Plugins as a new user writes them: docs/plugins.md's complete example, as written there, beside
 its config (`module:Class` found through the config's directory), `file.py:Class` specs, and
 `swssd check` catching a broken config (exit 2) and a broken plugin (exit 3)."""
 
@@ -16,33 +16,33 @@ import pytest
 
 from daemon_harness import DaemonProcess
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.orch.config import load_config
+from swssd.orch.config_file import load_config
 from swssd.orch.plugins import PluginError, load_class, use_config_dir
 from swssd.redis.embedded_redis import EmbeddedRedis
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
 CLI = [sys.executable, "-m", "swssd.cli"]
 
 
-def readme_block(language: str, marker: str) -> str:
-    """The README's fenced `language` block that contains `marker`."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", README.read_text(), re.S)
+def page_block(language: str, marker: str) -> str:
+    """The page's fenced `language` block that contains `marker`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", PAGE.read_text(), re.S)
     found = [b for b in blocks if marker in b]
-    assert len(found) == 1, f"README: {len(found)} {language} blocks contain {marker!r}"
+    assert len(found) == 1, f"{PAGE.name}: {len(found)} {language} blocks contain {marker!r}"
     return found[0]
 
 
 def plugin_source() -> str:
-    return readme_block("python", "class RouteMirrorOrch(Orch)")
+    return page_block("python", "class RouteMirrorOrch(Orch)")
 
 
 def write_example(directory: Path, server: EmbeddedRedis) -> Path:
-    """mirror_orch.py and swssd.toml from the README, the config given the test redis-server."""
+    """mirror_orch.py and swssd.toml from the page, the config given the test redis-server."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "mirror_orch.py").write_text(plugin_source())
     db_config = server.write_database_config(directory / "database_config.json")
-    toml = readme_block("toml", 'plugin = "mirror_orch:RouteMirrorOrch"')
-    assert "[redis]" not in toml  # the README's config names no Redis: one is added here
+    toml = page_block("toml", 'plugin = "mirror_orch:RouteMirrorOrch"')
+    assert "[redis]" not in toml  # the page's config names no Redis: one is added here
     config = directory / "swssd.toml"
     config.write_text(f'[redis]\ndatabase_config = "{db_config}"\n\n{toml}\n[logging]\nformat = "json"\n')
     return config
@@ -61,15 +61,17 @@ def swssd(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
                           env=clean_env(), cwd=cwd)
 
 
-def test_readme_plugin_test_passes(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
+def test_readme_plugin_test_passes(tmp_path: Path) -> None:
+    """With swssd's pytest plugin (its fixtures) and nothing else: no conftest, no config."""
     (tmp_path / "mirror_orch.py").write_text(plugin_source())
-    (tmp_path / "test_mirror_orch.py").write_text(readme_block("python", "def test_a_route_waits_for_its_port"))
+    test = page_block("python", "def test_a_route_waits_for_its_port")
+    (tmp_path / "test_mirror_orch.py").write_text(test)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mirror_orch.py"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(REDIS_URL=clean_redis.url),
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_mirror_orch.py"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env(),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "1 passed" in out.stdout
+    assert f"{test.count(chr(10) + 'async def test_')} passed" in out.stdout
 
 
 async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, tmp_path: Path) -> None:
@@ -189,6 +191,9 @@ def test_check_catches_a_broken_config_with_exit_2(
     ("from swssd import Orch\n", "bad_orch:Missing", "module 'bad_orch' has no 'Missing'"),
     ("from swssd import Orch\nclass X(Orch):\n    def __init__(self):\n        raise ValueError('no')\n"
      "    async def handle(self, table, task):\n        pass\n", "bad_orch.py:X", "X() failed: ValueError: no"),
+    # the compiler's error is located in the plugin file, not in importlib
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch:X", "/bad_orch.py, line 3)"),
+    ("from swssd import Orch\n\nclass X(Orch)\n    pass\n", "bad_orch.py:X", "/bad_orch.py, line 3)"),
 ])
 def test_check_catches_a_broken_plugin_with_exit_3(
     clean_redis: EmbeddedRedis, tmp_path: Path, source: str, spec: str, problem: str

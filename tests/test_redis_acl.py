@@ -1,7 +1,7 @@
-"""The minimal Redis ACL of README.md's "Redis ACL" section, black-box: `swssd run` as that user
+"""The minimal Redis ACL of docs/security.md's "Redis ACL" section, black-box: `swssd run` as that user
 (state table with reconcile, queue, CONFIG_DB subscriber, notification channel; stopped and
 started again) and `swssd dump`/`swssd watch` as the reader get every change and no refusal; Redis's
-ACL LOG shows at most the optional commands the README leaves out (INFO, CONFIG GET). Without
+ACL LOG shows at most the optional commands the page leaves out (INFO, CONFIG GET). Without
 `+subscribe` the daemon says so in one line, not a traceback every 50 ms."""
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ from daemon_harness import DaemonProcess, read_records, to_toml, wait_until
 from swssd import DBConnector, NotificationProducer, ProducerStateTable, ProducerTable
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 PASSWORD = "acl-test-pw"
-#: What the README says a user may lack: the daemon and the tools go on without them.
+#: What the page says a user may lack: the daemon and the tools go on without them.
 OPTIONAL = {"info", "config|get"}
 
 
 def readme_rules() -> dict[str, list[str]]:
-    """user -> ACL SETUSER arguments, from the README's "Redis ACL" section."""
-    text = README.read_text()
-    section = text[text.index("### Redis ACL"):]
-    section = section[:section.index("\n## ")]
+    """user -> ACL SETUSER arguments, from the page's "Redis ACL" section."""
+    text = PAGE.read_text()
+    section = text[text.index("\n## Redis ACL\n"):]
+    end = section.find("\n## ", 1)  # the next section, if any
+    section = section if end < 0 else section[:end]
     rules = {}
     for line in section.splitlines():
         if line.startswith("ACL SETUSER "):
@@ -186,7 +187,7 @@ def test_refused_subscribe_is_one_line_not_a_traceback_loop(server: EmbeddedRedi
 
 
 REFUSED = ("Redis refused the pub/sub subscription: this user needs +subscribe +psubscribe and the "
-           "channels (&*), see README 'Redis ACL'; retrying")
+           "channels (&*), see docs/security.md 'Redis ACL'; retrying")
 
 
 def test_a_command_refused_at_connect_is_one_clear_line(server: EmbeddedRedis, tmp_path: Path) -> None:
@@ -194,7 +195,7 @@ def test_a_command_refused_at_connect_is_one_clear_line(server: EmbeddedRedis, t
     admin.execute_command("ACL", "SETUSER", "swssd", "-select")
     config = daemon_config(tmp_path, server, "swssd", tmp_path / "records.jsonl")
     daemon = DaemonProcess(config, tmp_path / "log")
-    event = "Redis refused a command to this user: give it the ACL rule README 'Redis ACL' lists (retrying)"
+    event = "Redis refused a command to this user: give it the ACL rule docs/security.md 'Redis ACL' lists (retrying)"
     try:
         assert wait_until(lambda: daemon.events(event), 20), (tmp_path / "log").read_text()[-2000:]
         time.sleep(2)

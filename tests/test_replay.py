@@ -493,7 +493,7 @@ async def test_notifications_show_in_history_and_stats_never_in_state(
     assert [w[2] for w in rows] == [*["APPL_DB"] * 7, "CONFIG_DB", "APPL_DB"]
     assert ops == ["SET", "port_state_change (notification)", "port_state_change (notification)",
                    "fdb_event (notification)", "SET (notification)", "DEL (notification)",
-                   "fdb_event (notification) (dead letter)", "SET (subscriber)", "SET (queue)"]
+                   "fdb_event (notification) (dead letter) reason: handler failed", "SET (subscriber)", "SET (queue)"]
     hist = spark.read.parquet(str(out / "history")).orderBy("seq").collect()
     assert [r["kind"] for r in hist] == [None, *["notification"] * 6, "subscriber", "queue"]
 

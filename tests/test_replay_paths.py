@@ -20,7 +20,7 @@ def test_swss_rec_beside_a_jsonl_capture_is_left_out_and_named(tmp_path: Path) -
     jsonl = [touch(d / name) for name in ("swssd.capture.jsonl", "swssd.capture.jsonl.1", "swssd.capture.jsonl.2.gz")]
     for name in ("swss.rec", "swss.rec.1", "swss.rec.2.gz"):
         touch(d / name)
-    # the README's glob pair, and the directory itself: the same answer
+    # docs/replay.md's glob pair, and the directory itself: the same answer
     for inputs in ([str(d / "swss.rec*"), str(d / "*.jsonl*")], [str(d)]):
         got = resolve_inputs(inputs)
         assert sorted(got.paths) == sorted(map(str, jsonl))

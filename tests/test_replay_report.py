@@ -283,6 +283,19 @@ def test_the_figures_equal_a_plain_python_fold(report: dict[str, Any], captures:
     assert {e["host"] for e in inside} == {"sw1", "sw2", "sw3"}
 
 
+def test_the_page_lists_the_dead_letters_with_their_reasons(report: dict[str, Any], captures: Path) -> None:
+    events, _ = read_events(captures)
+    dead = [(e["host"], e["db"], e["table"], e["key"], e["op"]) for e in events if e["dead"]]
+    data = page_data(report["html"])
+    assert data["dead_letters_total"] == len(dead) > 0
+    listed = [(d["host"], d["db"], d["table"], d["key"], d["op"]) for d in data["dead_letters"]]
+    assert len(listed) == min(len(dead), 200)
+    assert not Counter(listed) - Counter(dead)
+    assert {d["reason"] for d in data["dead_letters"]} == {"handler failed"}
+    section = report["html"].split('id="dead-letters-h"', 1)[1].split("<h2", 1)[0]
+    assert section.count("handler failed") == len(listed)
+
+
 #: the page of the three-host capture: plotly.js compressed is some 2.0 MB of it
 PAGE_BOUND = 2_500_000
 

@@ -138,12 +138,12 @@ def test_systemd_analyze_security_exposure_at_most_2() -> None:
 
 
 def test_zmq_resources_and_the_ipc_directory() -> None:
-    """Issue 27: the README's ipc endpoint can be bound under ProtectSystem=strict, and the
+    """Issue 27: the docs' ipc endpoint can be bound under ProtectSystem=strict, and the
     descriptors, memory and tasks are bounded (the daemon keeps descriptors back for Redis)."""
     svc = unit()["Service"]
     assert svc["RuntimeDirectory"] == "swssd"  # /run/swssd, for ipc:///run/swssd/zmq
-    readme = (UNIT.parent.parent / "README.md").read_text()
-    assert "ipc:///run/swssd/zmq" in readme
+    page = (UNIT.parent.parent / "docs" / "plugins.md").read_text()
+    assert "ipc:///run/swssd/zmq" in page
     assert int(svc["LimitNOFILE"]) >= 4096 + 256  # [daemon] zmq_max_peers' default and the reserve
     assert svc["MemoryMax"] and svc["MemoryMax"] != "infinity"
     assert int(svc["TasksMax"]) >= 64

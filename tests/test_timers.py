@@ -12,7 +12,8 @@ import pytest
 
 from swssd import Orch, timer
 from swssd.errors import ConfigError
-from swssd.orch.config import Config, config_from_dict
+from swssd.orch.config import Config
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.orch import TimerSpec, declared_timers
 from swssd.orch.timers import TimerRun, Timers, resolve_timers
 

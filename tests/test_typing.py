@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_plugin_files import plugin_source
+from test_plugin_files import page_block, plugin_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,6 +74,14 @@ def test_mypy_strict_passes_on_plugins(tmp_path: Path) -> None:
     out = mypy_strict(tmp_path, "mirror_orch.py", "port_count.py")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success: no issues found in 2 source files" in out.stdout
+
+
+def test_mypy_strict_passes_on_the_plugin_test_and_swssd_testing(tmp_path: Path) -> None:
+    """The README's plugin test, on swssd.testing's types: a plugin project's tests check too."""
+    (tmp_path / "mirror_orch.py").write_text(plugin_source())
+    (tmp_path / "test_mirror_orch.py").write_text(page_block("python", "def test_a_route_waits_for_its_port"))
+    out = mypy_strict(tmp_path, "mirror_orch.py", "test_mirror_orch.py")
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_mypy_sees_the_real_types(tmp_path: Path) -> None:

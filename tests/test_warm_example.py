@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from swssd import DBConnector, ProducerStateTable, Table
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.daemon import Daemon
 from swssd.redis.embedded_redis import EmbeddedRedis
 

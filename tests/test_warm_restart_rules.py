@@ -14,7 +14,7 @@ import redis
 from compat_fixtures import sonic_db_config
 from swssd import warm_restart as rules
 from swssd.errors import ConfigError
-from swssd.orch.config import config_from_dict
+from swssd.orch.config_file import config_from_dict
 from swssd.redis.embedded_redis import EmbeddedRedis
 from test_configdb_interop import _env_file, _swsscommon_env
 

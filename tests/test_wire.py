@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import hiredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -64,3 +67,34 @@ def test_any_command_is_packed_as_hiredis_packs_it(args: list[object]) -> None:
 def test_long_ascii_commands_take_the_join(args: list[str]) -> None:
     command = tuple(args)
     assert _pack_joined(command) == hiredis_packed(command)
+
+
+#: packs a number whose text takes a while (about 0.4 s), then another, while SIGALRM's handler
+#: raises: the handler's exception must come out (a short command: hiredis packs it, not the join)
+SIGNALLED_PACK = """
+import signal, sys
+from swssd.redis.wire import pack_command
+
+class Interrupted(Exception):
+    pass
+
+def handler(signum, frame):
+    raise Interrupted
+
+sys.set_int_max_str_digits(0)
+signal.signal(signal.SIGALRM, handler)
+signal.setitimer(signal.ITIMER_REAL, 0.05)
+try:
+    pack_command(("SET", "big", 10**100_000, 7))
+    print("packed")
+except Interrupted:
+    print("interrupted")
+"""
+
+
+def test_a_signal_handler_raising_while_a_number_is_packed_raises_not_crashes() -> None:
+    """hiredis-py packs a number by PyObject_Repr and does not check for the NULL a raising signal
+    handler makes it return: a segmentation fault, before swssd wrote numbers itself."""
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_PACK], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.split() == ["interrupted"]

@@ -342,7 +342,7 @@ class _ServerSubscription:
             return
         self._refused_logged = now
         log.error("Redis refused the pub/sub subscription: this user needs +subscribe +psubscribe and the "
-                  "channels (&*), see README 'Redis ACL'; retrying", address=self.address, error=str(exc))
+                  "channels (&*), see docs/security.md 'Redis ACL'; retrying", address=self.address, error=str(exc))
 
     def _read(self, burst: list[Any], resubscribed: bool) -> None:
         """Hand one socket read's messages to their tables, then wake Select once."""

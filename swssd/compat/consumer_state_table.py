@@ -9,6 +9,8 @@ from ..lua import CST_POPS
 from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
 from .dbconnector import DBConnector
+from .redis_command import REDIS_REPLY_INTEGER
+from .redis_transactioner import discarded_on_failure, exec_results
 
 
 class ConsumerStateTable(ConsumerTableBase):
@@ -20,16 +22,18 @@ class ConsumerStateTable(ConsumerTableBase):
         conn = db.connection
         conn.load_scripts(CST_POPS)
         # As C++: subscribe inside a transaction watching the key set, so the count of keys
-        # pending (the first select()s' worth) matches the moment the subscription began.
+        # pending (the first select()s' worth) matches the moment the subscription began. A key
+        # set that is not a set: RuntimeError with the binding's message.
         while True:
             conn.command("WATCH", self.getKeySetName())
-            conn.command("MULTI")
-            conn.command("SCARD", self.getKeySetName())
-            self.subscribe(db, self.getChannelName(db.getDbId()))
-            result = conn.command("EXEC")
+            with discarded_on_failure(conn):
+                conn.command("MULTI")
+                conn.command("SCARD", self.getKeySetName())
+                self.subscribe(db, self.getChannelName(db.getDbId()))
+                result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER,))
             if result is not None:
                 break
-        self.setQueueLength(int(result[0]))
+        self.setQueueLength(result[0])
 
     def getKeySetName(self) -> str:
         return self.getTableName() + KEY_SET_SUFFIX

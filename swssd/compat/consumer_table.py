@@ -7,6 +7,8 @@ from ..lua import CT_POPS
 from ..schema import OP_QUEUE_SUFFIX
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
 from .dbconnector import DBConnector
+from .redis_command import REDIS_REPLY_INTEGER
+from .redis_transactioner import discarded_on_failure, exec_results
 
 
 class ConsumerTable(ConsumerTableBase):
@@ -18,16 +20,19 @@ class ConsumerTable(ConsumerTableBase):
         self._modify_redis = True
         conn = db.connection
         conn.load_scripts(CT_POPS)
-        while True:  # as C++: the queue's length read in the transaction that subscribes
+        # As C++: the queue's length read in the transaction that subscribes; a queue that is not
+        # a list: RuntimeError with the binding's message.
+        while True:
             conn.command("WATCH", self.getKeyValueOpQueueTableName())
-            conn.command("MULTI")
-            conn.command("LLEN", self.getKeyValueOpQueueTableName())
-            self.subscribe(db, self.getChannelName(db.getDbId()))
-            conn.command("LLEN", self.getKeyValueOpQueueTableName())
-            result = conn.command("EXEC")
+            with discarded_on_failure(conn):
+                conn.command("MULTI")
+                conn.command("LLEN", self.getKeyValueOpQueueTableName())
+                self.subscribe(db, self.getChannelName(db.getDbId()))
+                conn.command("LLEN", self.getKeyValueOpQueueTableName())
+                result = exec_results(conn.command("EXEC"), (REDIS_REPLY_INTEGER, REDIS_REPLY_INTEGER))
             if result is not None:
                 break
-        self.setQueueLength(int(result[0]) // 3)  # key, value and op are three list items
+        self.setQueueLength(result[0] // 3)  # key, value and op are three list items
 
     def getKeyValueOpQueueTableName(self) -> str:
         return self.getTableName() + OP_QUEUE_SUFFIX

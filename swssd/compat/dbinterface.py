@@ -208,16 +208,18 @@ class DBInterface:
         a settling pause), False when PUB_SUB_MAXIMUM_DATA_WAIT passes without it."""
         channel = self._channels[dbName]
         deadline = time.monotonic() + self.PUB_SUB_MAXIMUM_DATA_WAIT
-        while time.monotonic() < deadline:
-            reply = channel.buffered_reply()
-            if reply is False:
-                if not channel.wait_readable(self.PUB_SUB_NOTIFICATION_TIMEOUT):
-                    continue
-                reply = channel.read_reply()
-            if isinstance(reply, list) and len(reply) == 4 and reply[3] == data:
-                log.info("'%s' acquired via pub-sub dbName=%s. Unblocking...", data, dbName)
-                time.sleep(self.DATA_RETRIEVAL_WAIT_TIME)
-                return True
+        try:
+            while time.monotonic() < deadline:
+                reply = channel.next_reply(self.PUB_SUB_NOTIFICATION_TIMEOUT)
+                if isinstance(reply, list) and len(reply) == 4 and reply[3] == data:
+                    log.info("'%s' acquired via pub-sub dbName=%s. Unblocking...", data, dbName)
+                    time.sleep(self.DATA_RETRIEVAL_WAIT_TIME)
+                    return True
+        except BaseException:
+            # raised to the caller as in C++ (a lost channel, a signal); the channel is dropped so
+            # the next blocking read subscribes anew rather than failing on a dead one for ever
+            self._unsubscribe_keyspace_notification(dbName)
+            raise
         log.warning("No notification for '%s' from '%s' received before timeout.", data, dbName)
         return False
 

@@ -34,8 +34,10 @@ class NotificationConsumer(Selectable):
 
     def readData(self) -> int:
         """Queue every message one read completes (the socket is readable)."""
-        self._subscribe.connection.fill()
-        self._take_buffered()
+        conn = self._subscribe.connection
+        with conn.reading():
+            conn.fill()
+            self._take_buffered()
         return 0
 
     def _take_buffered(self) -> None:

@@ -2,8 +2,10 @@
 
 psubscribe() opens a connection of its own (a second psubscribe replaces it, as in C++) and reads
 the confirmation; get_message(timeout) and listen_message() return a keyspace message as a dict
-of type, pattern, channel and data, or {} when nothing came. Waiting is a select() on the socket,
-so a signal handler that raises interrupts it, as the binding's interrupt_on_signal does.
+of type, pattern, channel and data, or {} when nothing came. Waiting is a poll() on the socket,
+so a signal handler that raises interrupts it, as the binding's interrupt_on_signal does, and the
+subscription stays; one that raises while a message is being read leaves the connection unusable
+(RuntimeError from then on, see swssd.compat.connection): it may have eaten part of a message.
 """
 
 from __future__ import annotations
@@ -40,22 +42,20 @@ class PubSub:
         self._conn.command("PSUBSCRIBE", pattern)
 
     def punsubscribe(self, pattern: str) -> None:
-        if self._conn is not None:
-            self._conn.command("PUNSUBSCRIBE", pattern)
-            self._conn.close()
-            self._conn = None
+        """PUNSUBSCRIBE, and the connection closed (even when it fails: it is of no use after)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.command("PUNSUBSCRIBE", pattern)
+            finally:
+                conn.close()
 
     def get_message(self, timeout: float = 0.0, interrupt_on_signal: bool = False) -> dict[str, str]:
         """The next message within `timeout` seconds, else {}."""
-        conn = self._conn
-        if conn is None:
+        if self._conn is None:
             return {}
-        reply = conn.buffered_reply()
-        if reply is False:
-            if not conn.wait_readable(timeout):
-                return {}
-            reply = conn.read_reply()
-        return message_dict(reply)
+        reply = self._conn.next_reply(timeout)
+        return {} if reply is False else message_dict(reply)
 
     def listen_message(self, interrupt_on_signal: bool = False) -> dict[str, str]:
         """The next message, waiting as long as it takes."""

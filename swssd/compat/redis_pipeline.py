@@ -77,7 +77,7 @@ class RedisPipeline:
         if not buffered and not self._queued:
             self.connection.evalsha(script, keys, args)
             return
-        self._queue(script, ("EVALSHA", script.sha, len(keys), *keys, *args), None)
+        self._queue(script, ("EVALSHA", script.sha, str(len(keys)), *keys, *args), None)
         if not buffered or len(self._queued) >= self.COMMAND_MAX:
             self.flush()
 

@@ -7,10 +7,46 @@ opaque redisReply pointer (dequeueReply) is a RedisReply holding the value here.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from .connection import RedisConnection, RedisError
 from .dbconnector import DBConnector
 from .redis_command import REDIS_REPLY_ARRAY, REDIS_REPLY_STATUS, RedisCommand, RedisReply, check_reply_type, reply_type
+
+#: what the C++ exec() throws (a std::system_error with EIO, whose what() appends strerror)
+UNEXPECTED_RESULT = "Got unexpected result: Input/output error"
+WRONG_COUNT = "Got to different number of answers!: Input/output error"
+
+
+@contextlib.contextmanager
+def discarded_on_failure(conn: RedisConnection) -> Iterator[None]:
+    """Around MULTI ... EXEC: an exception before EXEC (a subscription that could not be made, a
+    signal) sends DISCARD, so the connection is not left queueing every later command (a get
+    answered "QUEUED"). Nothing is sent when it ends normally."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(RedisError):  # not in MULTI any more, or the connection is unusable
+            conn.command("DISCARD")
+        raise
+
+
+def exec_results(replies: Any, expected: Sequence[int]) -> list[Any] | None:
+    """EXEC's replies checked as the C++ exec() checks them: None when the transaction was
+    discarded (a WATCHed key changed), RuntimeError with the binding's message when their count
+    or a reply's type is not what was queued (an error reply among them: a key of the wrong
+    type), else the replies."""
+    if reply_type(replies) != REDIS_REPLY_ARRAY:
+        return None
+    if len(replies) != len(expected):
+        raise RuntimeError(WRONG_COUNT)
+    for reply, wanted in zip(replies, expected):
+        if reply_type(reply) != wanted and not (isinstance(reply, str) and wanted == REDIS_REPLY_STATUS):
+            raise RuntimeError(UNEXPECTED_RESULT)
+    return list(replies)
 
 
 class RedisTransactioner:
@@ -38,16 +74,11 @@ class RedisTransactioner:
     def _exec(self) -> bool:
         """EXEC: False when the transaction was discarded, else True with each reply kept for
         dequeueReply(); RuntimeError when a reply is not of the type enqueue() was told."""
-        replies = self._db.connection.command("EXEC")
-        if reply_type(replies) != REDIS_REPLY_ARRAY:
+        replies = exec_results(self._db.connection.command("EXEC"), self._expected)
+        if replies is None:
             return False
-        if len(replies) != len(self._expected):
-            raise RuntimeError("Got to different number of answers!")
+        self._expected.clear()
         self._results.clear()
-        for reply in replies:
-            expected = self._expected.popleft()
-            if reply_type(reply) != expected and not (isinstance(reply, str) and expected == REDIS_REPLY_STATUS):
-                raise RuntimeError(f"Got unexpected result: expected redis type {expected}, got {reply!r}")
         self._results.extend(RedisReply(reply) for reply in replies)
         return True
 

@@ -92,9 +92,10 @@ class RedisSelect(Selectable):
     def readData(self) -> int:
         """Count the messages one read completes (the socket is readable)."""
         conn = self._conn
-        conn.fill()
-        while conn.buffered_reply() is not False:
-            self._queue_length += 1
+        with conn.reading():
+            conn.fill()
+            while conn.buffered_reply() is not False:
+                self._queue_length += 1
         return 0
 
     def hasData(self) -> bool:

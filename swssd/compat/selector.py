@@ -75,22 +75,25 @@ class Select:
         except OSError as exc:
             log.error("epoll failed: %s", exc)
             return [self.ERROR, None]
+        # An object leaves the ready set only once it is known to hold nothing more: a signal
+        # handler raising anywhere in here loses no wake-up (an interrupted read leaves its
+        # connection failing, so the object returns ERROR from then on).
         for fd, _ in events:
             selectable = self._objects[fd]
+            self._ready.add(selectable)
             try:
                 selectable.readData()
             except RuntimeError as exc:
                 log.error("readData error: %s", exc)
                 return [self.ERROR, None]
-            self._ready.add(selectable)
         while self._ready:
             selectable = min(self._ready, key=Selectable._select_order)
-            self._ready.discard(selectable)
             selectable._update_last_used()
             if not selectable.hasData():
+                self._ready.discard(selectable)
                 continue
-            if selectable.hasCachedData():
-                self._ready.add(selectable)
+            if not selectable.hasCachedData():
+                self._ready.discard(selectable)
             selectable.updateAfterRead()
             return [self.OBJECT, as_selected(selectable)]
         return [self.TIMEOUT, None]

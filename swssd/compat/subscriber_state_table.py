@@ -42,9 +42,11 @@ class SubscriberStateTable(ConsumerTableBase):
 
     def readData(self) -> int:
         """Count the events one read completes; they stay in the reader until popped."""
-        self._counter.feed(self._conn.fill())
-        while self._counter.gets() is not False:
-            self._events += 1
+        conn = self._conn
+        with conn.reading():
+            self._counter.feed(conn.fill())
+            while self._counter.gets() is not False:
+                self._events += 1
         return 0
 
     def _pending(self) -> int:
@@ -68,12 +70,13 @@ class SubscriberStateTable(ConsumerTableBase):
             initial = list(self._initial)
             self._initial.clear()
             return initial
-        events = list(self._early)
-        self._early.clear()
         conn = self._conn
-        for _ in range(self._events):
-            events.append(conn.buffered_reply())
-        self._events = 0
+        with conn.reading():
+            events = list(self._early)
+            self._early.clear()
+            for _ in range(self._events):
+                events.append(conn.buffered_reply())
+            self._events = 0
         changes: list[tuple[str, bool]] = []  # (key, deleted) per event, in order
         separator = self._table.getTableNameSeparator()
         for event in events:

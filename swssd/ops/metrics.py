@@ -116,6 +116,13 @@ class ZmqFigures(Protocol):
     def paused(self) -> bool: ...
 
 
+class DeadLetterSizes(Protocol):
+    """The dead-letter store (swssd.orch.dead_letters): entries kept per database."""
+
+    @property
+    def sizes(self) -> Mapping[str, int]: ...
+
+
 class DaemonFigures(Protocol):
     """What the daemon shows on a scrape and on /health."""
 
@@ -133,6 +140,8 @@ class DaemonFigures(Protocol):
     def serving(self) -> bool: ...
     @property
     def timer_runs(self) -> Sequence[TimerFigures]: ...
+    @property
+    def dead_letters(self) -> DeadLetterSizes: ...
 
 
 class LoopProbe:
@@ -203,6 +212,11 @@ class DaemonCollector(Collector):
         yield reconnects
         yield from _zmq_families(d)
         yield from _timer_families(d)
+        dead = GaugeMetricFamily("swssd_dead_letters", "Dead letters kept in Redis (`swssd dead-letters list`), "
+                                 "per database", labels=["db"])
+        for db, size in sorted(dict(d.dead_letters.sizes).items()):
+            dead.add_metric([db], size)
+        yield dead
         yield GaugeMetricFamily(
             "swssd_loop_lag_seconds", "How late the event loop ran a 0.25 s timer", value=self.probe.lag
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import ssl
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -14,7 +13,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -59,12 +57,17 @@ class RedisConfig(_Section):
     URL's (one of those three at most), the systemd credential `redis-password`, `$SWSSD_REDIS_PASSWORD`
     (see resolve()). A repr or str never shows it."""
 
+    #: SONiC's database_config.json naming each database's server, id and separator (default: $SWSSD_DB_CONFIG, else
+    #: /var/run/redis/sonic-db/database_config.json when it exists, else a private redis-server); relative to the
+    #: config file's directory
     database_config: Path | None = None
     #: database_global.json, for tables in a namespace (multi-ASIC); default: SONiC's path
     database_global_config: Path | None = None
     #: one server for every database; resolve() moves its user and password to username/password
     url: str | None = None
+    #: the Redis ACL user (default: the `default` user)
     username: str | None = None
+    #: the user's password (prefer password_file, or the systemd credential redis-password)
     password: SecretStr | None = None
     #: a file holding the password (one line, 0600); relative to the config file's directory
     password_file: Path | None = None
@@ -75,6 +78,7 @@ class RedisConfig(_Section):
     ca_file: Path | None = None
     #: this client's certificate (PEM) and its key, for a Redis with tls-auth-clients
     cert_file: Path | None = None
+    #: the private key of cert_file (PEM, unencrypted, 0600)
     key_file: Path | None = None
     #: verify the server's certificate (off: a warning at start; anyone in between can read the password)
     tls_verify: bool = True
@@ -89,6 +93,7 @@ class RedisConfig(_Section):
     #: the liveness probe: a PING on its own connection every probe_interval seconds; no
     #: answer within probe_timeout reports Redis as not answering (log, redis_up 0, status)
     probe_interval: Seconds = 1.0
+    #: seconds a liveness PING may take before Redis is reported as not answering
     probe_timeout: Seconds = 2.0
 
     #: where the password came from, for the start-up log line ("" when there is none)
@@ -242,20 +247,30 @@ class RedisConfig(_Section):
 class RetryConfig(_Section):
     """How failed and waiting tasks run again."""
 
+    #: seconds before a task that raised Retry runs again (new data for its key runs it sooner)
     retry_interval: Seconds = 1.0
+    #: seconds before the first retry of a failed handler call; doubled at each failure, with jitter
     backoff_initial: Seconds = 0.1
+    #: the longest wait between retries of a failed handler call, in seconds
     backoff_max: Seconds = 30.0
+    #: handler calls a failing task gets before it is dead-lettered (logged, counted, captured)
     max_attempts: int = Field(5, ge=1, le=MAX_COUNT)
+    #: seconds one handler call may take; a longer one is cancelled and counts as a failure
     handler_timeout: Seconds = 30.0
 
 
 class RetryOverride(_Section):
     """Per-plugin changes to [retry]."""
 
+    #: this plugin's [retry] retry_interval (default: [retry]'s)
     retry_interval: Seconds | None = None
+    #: this plugin's [retry] backoff_initial (default: [retry]'s)
     backoff_initial: Seconds | None = None
+    #: this plugin's [retry] backoff_max (default: [retry]'s)
     backoff_max: Seconds | None = None
+    #: this plugin's [retry] max_attempts (default: [retry]'s)
     max_attempts: int | None = Field(None, ge=1, le=MAX_COUNT)
+    #: this plugin's [retry] handler_timeout (default: [retry]'s)
     handler_timeout: Seconds | None = None
 
 
@@ -278,13 +293,23 @@ class TableConfig(_Section):
     a `zmq` table received by the ZmqServer at `endpoint`. Without `kind`: subscriber on
     CONFIG_DB, state elsewhere."""
 
+    #: the database, by its name in database_config.json
     db: str = "APPL_DB"
+    #: the namespace of database_global.json the database is in (multi-ASIC: `asic0`); "" is the host's
     namespace: str = ""
+    #: the table's name (for a notification table: the channel); no glob characters, separator or whitespace
     table: str = Field(min_length=1)
+    #: how the table is read: `state` (ProducerStateTable's key set), `queue` (ProducerTable's op queue),
+    #: `subscriber` (keyspace events of plain hashes), `notification` (a pub/sub channel), `zmq` (a ZmqServer);
+    #: default: subscriber on CONFIG_DB, state elsewhere
     kind: TableKind | None = None
+    #: entries one pop takes at most (one Lua script call)
     pop_batch_size: int = Field(128, ge=1, le=MAX_POP_BATCH_SIZE)
+    #: Select's priority: of the tables ready at once, the highest is popped first
     priority: int = Field(0, ge=-(2**31), le=2**31 - 1)
+    #: state and queue tables: load the table's existing entries as pending SETs at start
     reconcile: bool = False
+    #: pending tasks above which this table is not popped (default: [daemon] pending_limit)
     pending_limit: int | None = Field(None, ge=1, le=MAX_PENDING_LIMIT)
     #: zmq tables: the endpoint the ZmqServer binds (`tcp://*:8100`, `ipc:///run/swssd/zmq`);
     #: the tables of one endpoint share one server, as in orchagent
@@ -294,6 +319,9 @@ class TableConfig(_Section):
     #: seconds this table may have work due with no handler call ending before it is reported
     #: stalled (default: [daemon] stall_after)
     stall_after: Seconds | None = None
+    #: consume this table even though one of SONiC's own daemons pops it (orchagent's ROUTE_TABLE):
+    #: silences the warning, for a lab with no such daemon or a plugin meant to replace it
+    take_from_sonic: bool = False
 
     _kind_explicit: bool = PrivateAttr(True)
 
@@ -355,10 +383,15 @@ class TimerOverride(_Section):
 class OrchConfig(_Section):
     """One plugin: where its class is, what it consumes, its own options."""
 
+    #: the plugin class: `module:Class` on the import path (the config's directory first), `file.py:Class`, or an
+    #: entry point name of group swssd.orchs
     plugin: str = Field(min_length=1)
+    #: the plugin's name in logs, metrics and self.name (default: plugin)
     name: str | None = None
     tables: list[TableConfig] = Field(min_length=1)
+    #: databases the plugin reaches through self.connector() besides the consumed ones
     databases: list[str] = []
+    #: anything the plugin reads as self.options
     options: dict[str, Any] = {}
     retry: RetryOverride = RetryOverride()
     #: changes to the plugin's timers, by timer name
@@ -370,18 +403,24 @@ class OrchConfig(_Section):
 
 
 class LoggingConfig(_Section):
+    #: `console`: one readable line per event; `json`: one JSON object per line
     format: Literal["console", "json"] = "console"
+    #: the lowest level logged
     level: Literal["debug", "info", "warning", "error"] = "info"
     #: Log to this file (reopened on SIGHUP) instead of stderr.
     file: Path | None = None
 
 
 class CaptureConfig(_Section):
+    #: write every popped task, before it is handled, to swssd.capture.jsonl in directory
     enabled: bool = False
+    #: where capture files go (relative to the config file's directory)
     directory: Path = Path("/var/lib/swssd/capture")
     #: a file's size before it rotates (0: never), at most 1 TiB
     max_bytes: int = Field(64 * 1024 * 1024, ge=0, le=2**40)
+    #: also write SONiC's swss.rec format beside the JSON Lines capture
     rec: bool = False
+    #: the host name the records carry (default: this host's name)
     host: str | None = None
     #: seconds between attempts to open capture files that could not be opened (the daemon
     #: runs on without capturing meanwhile)
@@ -389,8 +428,11 @@ class CaptureConfig(_Section):
 
 
 class MetricsConfig(_Section):
+    #: serve Prometheus metrics and /health over HTTP
     enabled: bool = False
+    #: the address to listen on; beyond loopback logs a warning (the page has no authentication)
     address: str = "127.0.0.1"
+    #: the TCP port to listen on
     port: int = Field(9750, ge=0, le=65535)
 
 
@@ -424,6 +466,9 @@ class DaemonConfig(_Section):
     #: C++ 10,000): with 1 MB messages, about twice this many MB per flooding peer. 64 and more
     #: read small messages 0.3-0.4 us faster each.
     zmq_receive_hwm: int = Field(16, ge=2, le=100_000)
+    #: Dead letters kept per database in `_SWSSD_DEAD_LETTERS:<instance>` (a Redis stream; the
+    #: oldest go first): `swssd dead-letters` lists, retries and purges them.
+    dead_letters_max: int = Field(10_000, ge=1, le=MAX_COUNT)
 
 
 #: The reconcile timer when CONFIG_DB `WARM_RESTART|<container>` has no `<app>_timer`: SONiC's
@@ -459,7 +504,8 @@ class Config(_Section):
     #: in order, before PYTHONPATH and installed packages
     plugin_path: list[Path] = []
     orchs: list[OrchConfig] = Field(min_length=1)
-    #: the file it came from, for messages and relative paths
+    #: set by the loader to the file the config came from (for messages and relative paths);
+    #: a value written in the file is replaced
     path: str | None = Field(None, exclude=True)
 
     def retry_for(self, orch: OrchConfig) -> RetryConfig:
@@ -496,82 +542,3 @@ class Config(_Section):
     @property
     def redis_configured(self) -> bool:
         return self.redis.url is not None or self.database_config_path() is not None
-
-
-def _resolve(base: Path, value: Any) -> Any:
-    return value if value is None or Path(value).is_absolute() else base / value
-
-
-def config_from_dict(raw: dict[str, Any], path: str | None = None) -> Config:
-    """Validate a parsed document; paths in it are relative to the file's directory."""
-    try:
-        config = Config.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(path, field or None, msg) from None
-    if path is not None:
-        base = Path(path).resolve().parent
-        config.redis.database_config = _resolve(base, config.redis.database_config)
-        config.redis.database_global_config = _resolve(base, config.redis.database_global_config)
-        config.logging.file = _resolve(base, config.logging.file)
-        config.capture.directory = _resolve(base, config.capture.directory)
-        config.plugin_path = [_resolve(base, p) for p in config.plugin_path]
-        for name in ("password_file", "ca_file", "cert_file", "key_file"):
-            setattr(config.redis, name, _resolve(base, getattr(config.redis, name)))
-    config.redis.resolve(path)
-    config.path = path
-    _check_tables(config)
-    _check_files(config)
-    return config
-
-
-def _check_files(config: Config) -> None:
-    """Paths that can never work, told at load (and by `swssd check`) instead of at first use:
-    a log file that is a directory, a capture directory that is a file. What may change while the
-    daemon runs (permissions, a full disk) is left to the writers."""
-    log_file = config.logging.file
-    if log_file is not None and log_file.is_dir():
-        raise ConfigError(config.path, "logging.file", f"{log_file} is a directory; name a file in it")
-    directory = config.capture.directory
-    if config.capture.enabled and directory.exists() and not directory.is_dir():
-        raise ConfigError(config.path, "capture.directory", f"{directory} is not a directory")
-    for i, path in enumerate(config.plugin_path):
-        if not path.is_dir():
-            raise ConfigError(config.path, f"plugin_path.{i}", f"{path} is not a directory")
-
-
-def _check_tables(config: Config) -> None:
-    """One consumer per table (two would split its changes), and table names distinct per plugin
-    (handle() tells tables apart by name)."""
-    owners: dict[tuple[str, str, str, str], int] = {}
-    for i, orch in enumerate(config.orchs):
-        names: set[str] = set()
-        for j, t in enumerate(orch.tables):
-            field = f"orchs.{i}.tables.{j}.table"
-            if t.table in names:
-                raise ConfigError(config.path, field, f"table {t.table!r} is listed twice for this plugin")
-            names.add(t.table)
-            # a zmq table is a channel of its endpoint's server, apart from the Redis channels
-            other = owners.setdefault((t.namespace, t.db, t.table, t.endpoint or ""), i)
-            if other != i and t.resolved_kind in ("state", "queue", "zmq"):
-                where = f"{t.db} of namespace {t.namespace!r}" if t.namespace else t.db
-                where += f" (zmq {t.endpoint})" if t.endpoint else ""
-                raise ConfigError(
-                    config.path, field,
-                    f"{where} {t.table} is already consumed by orchs.{other}; one table has one consumer",
-                )
-
-
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read and validate a TOML file, raising ConfigError (one line: file, field, problem)."""
-    name = str(path)
-    try:
-        with open(name, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(name, None, f"cannot read config: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(name, None, f"not valid TOML: {exc}") from None
-    return config_from_dict(raw, name)

@@ -40,12 +40,14 @@ from ..redis.connector import DBConnector
 from . import plugins
 from .config import Config, TableConfig
 from .databases import RETRY_MAX, RETRY_MIN, Databases
+from .dead_letters import DeadLetterStore
 from .health import RedisHealth
 from .lease import InstanceLease
 from .orch import TimerSpec, connector_key
 from .plugins import PluginError
 from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
+from .sonic_tables import sonic_table_warnings
 from .stall import stalled_tables, watch_stalls
 from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
 from .timers import TimerRun, Timers, resolve_timers
@@ -71,6 +73,8 @@ class Daemon:
         self.capture: CaptureWriter | None = None
         #: called with (worker, task, reason) for every dead-lettered task
         self.dead_letter_hooks: list[DeadLetterHook] = []
+        #: every dead-lettered task, kept in Redis for `swssd dead-letters`
+        self.dead_letters = DeadLetterStore(config.daemon.instance, config.daemon.dead_letters_max)
         #: set once every table is subscribed and reconciled
         self.ready = asyncio.Event()
         self._by_table: dict[Selectable, TableWorker] = {}
@@ -244,7 +248,7 @@ class Daemon:
         config = self.config
         databases = self.databases
         databases.report_redis_settings()
-        for line in (*plugins.code_warnings(config), *config.timing_warnings()):
+        for line in (*plugins.code_warnings(config), *config.timing_warnings(), *sonic_table_warnings(config)):
             log.warning(line)
         databases.load()
         timer_specs: list[list[TimerSpec]] = []
@@ -258,6 +262,7 @@ class Daemon:
                 databases.check_db(db, f"orchs.{i}.plugin", f"plugin {oc.display_name!r} asks for")
         for name, namespace in db_names(config, self.runtimes):
             self.connectors[connector_key(name, namespace)] = await databases.connect(name, namespace)
+        await self.dead_letters.count(self.connectors)
         self.health.connected = True
         await take_leases(config, self.connectors, databases, self._leases)
         self._lease_watchers.extend(asyncio.ensure_future(self._on_lease_lost(lease)) for lease in self._leases)
@@ -457,7 +462,8 @@ class Daemon:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str) -> None:
+    def _dead_letter(self, worker: TableWorker, task: KeyOpFieldsValues, reason: str, attempts: int) -> None:
+        self.dead_letters.record(worker.consumer.db, worker.db_name, worker.table, worker.kind, task, reason, attempts)
         if self.capture is not None:
             self.capture.record(
                 worker.db_name, worker.table, worker.consumer.db.separator, [task],
@@ -496,6 +502,7 @@ class Daemon:
         await close_zmq(self.workers, self.zmq_servers)
         for lease in self._leases:
             await lease.release()
+        await self.dead_letters.close(STOP_HOOK_TIMEOUT)
         if self.capture is not None:
             await self.capture.close()
         await self.select.close()

@@ -221,7 +221,8 @@ def _connect_problem(exc: BaseException) -> str | None:
                 "password, the systemd credential redis-password, $SWSSD_REDIS_PASSWORD) (retrying)")
     text = str(exc)
     if "no permissions to run" in text:  # NOPERM on connect (SELECT, PING): the user's ACL
-        return "Redis refused a command to this user: give it the ACL rule README 'Redis ACL' lists (retrying)"
+        return ("Redis refused a command to this user: give it the ACL rule docs/security.md 'Redis ACL' lists "
+                "(retrying)")
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return ("the Redis server's TLS certificate is not trusted: set [redis] ca_file to the CA that signed "
                 "it (or check_hostname = false when the certificate names another host) (retrying)")

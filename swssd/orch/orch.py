@@ -86,7 +86,7 @@ def declared_timers(orch_class: type[Orch]) -> list[TimerSpec]:
 
 
 class Orch:
-    """Subclass it and implement `handle()` (or `handle_batch()`); README "Write a plugin" has a
+    """Subclass it and implement `handle()` (or `handle_batch()`); docs/plugins.md has a
     complete example, its test and its packaging.
 
     The daemon creates the plugin with no arguments, then gives it its name, options (the

@@ -49,6 +49,8 @@ _NOT_PLUGIN_CODE = tuple(
 def where(exc: BaseException) -> str:
     """' (at FILE, line N)': the plugin's line an exception came from (an error at import or in
     start() is otherwise one line with no place to look); '' when no frame has a file."""
+    if isinstance(exc, SyntaxError) and exc.filename:  # raised by the compiler: no frame of the file
+        return f" (at {exc.filename}, line {exc.lineno})"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
     own = [f for f in frames if not f.filename.startswith(_NOT_PLUGIN_CODE)]
     if not frames:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_left
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import structlog
 
@@ -100,6 +101,20 @@ class OrchRuntime:
 
 
 DeadLetterHook = Callable[["TableWorker", KeyOpFieldsValues, str], None]
+#: what a worker calls for each task it gives up on: (worker, task, reason, failed attempts)
+OnDeadLetter = Callable[["TableWorker", KeyOpFieldsValues, str, int], None]
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The time and timers a worker runs by: the event loop's, or a test's virtual clock
+    (swssd.testing.VirtualClock), which makes retries and backoff instant and deterministic."""
+
+    def time(self) -> float: ...
+    def call_at(self, when: float, callback: Callable[[], None], /) -> Cancellable: ...
 
 
 class TableWorker:
@@ -116,12 +131,13 @@ class TableWorker:
         consumer: Consumer,
         db_name: str,
         pending_limit: int,
-        on_dead_letter: DeadLetterHook,
+        on_dead_letter: OnDeadLetter,
         select: Select,
         *,
         table: str,
         kind: TableKind = "state",
         stall_after: float = DEFAULT_STALL_AFTER,
+        timers: Timers | None = None,
     ) -> None:
         self.runtime = runtime
         self.orch = runtime.orch
@@ -152,8 +168,8 @@ class TableWorker:
         self._closing = False
         #: the soonest loop time a task of this pass may run again
         self._next_at: float | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: Timers = timers if timers is not None else asyncio.get_running_loop()
         #: seconds with work due and no handler call ended, after which the table is stalled
         self.stall_after = stall_after
         self.clock = ProgressClock(self._loop.time)
@@ -161,7 +177,7 @@ class TableWorker:
         # and the call the watchdog cancelled
         self._started: float | None = None
         self._call = 0
-        self._watchdog: asyncio.TimerHandle | None = None
+        self._watchdog: Cancellable | None = None
         self._timed_out_call = 0
         self._log = log.bind(orch=self.orch.name, db=db_name, table=self.table)
         runtime.workers.append(self)
@@ -218,10 +234,10 @@ class TableWorker:
         self._wakeup.set()
         self.clock.woken()
 
-    def dead_letter(self, task: KeyOpFieldsValues, reason: str) -> None:
+    def dead_letter(self, task: KeyOpFieldsValues, reason: str, attempts: int = 0) -> None:
         """Give a task up without running it (the take-over's poison check), as max_attempts does."""
         self.stats.dead_lettered += 1
-        self._on_dead_letter(self, task, reason)
+        self._on_dead_letter(self, task, reason, attempts)
 
     async def wait_for_room(self) -> None:
         """Until the pending map is below its limit again (down to resume_below): what feeds it
@@ -237,7 +253,14 @@ class TableWorker:
         self._task = asyncio.ensure_future(self._run())
         return self._task
 
-    def finish(self) -> asyncio.Task[None] | None:
+    def step(self) -> asyncio.Task[float | None]:
+        """One pass over the pending map in a task of its own, instead of the worker's loop: how
+        swssd.testing.OrchHarness runs a worker by its virtual clock. The task returns when to look
+        again (a time, 0.0 for at once, None with nothing pending)."""
+        self._task = asyncio.ensure_future(self._pass())
+        return self._task
+
+    def finish(self) -> asyncio.Task[Any] | None:
         """Shutting down: run what is pending, failed tasks again after their backoff, tasks
         waiting on Retry once more now; the task ends when only Retry-waiting tasks are left
         (or the daemon cancels it at shutdown_timeout). What is left stays pending."""
@@ -466,7 +489,7 @@ class TableWorker:
                 reason=reason, exc_info=exc_info,
             )
             self.pending.done(entry)
-            self._on_dead_letter(self, task, reason)
+            self._on_dead_letter(self, task, reason, entry.attempts)
             return
         delay = retry_delay(entry.attempts, retry.backoff_initial, retry.backoff_max)
         entry.not_before = self._loop.time() + delay

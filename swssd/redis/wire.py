@@ -33,12 +33,25 @@ def pack_command(args: tuple[object, ...]) -> bytes:
         if packed is not None:
             return packed
     try:
+        "".join(args)  # type: ignore[arg-type]  # TypeError unless all are str: a check at C speed
+    except TypeError:
+        args = _numbers_as_text(args)
+    try:
         # hiredis's stub types the argument as a 1-tuple and leaves the result untyped.
         return cast(bytes, hiredis.pack_command(args))  # type: ignore[arg-type]
     except UnicodeEncodeError:
         return cast(bytes, hiredis.pack_command(
             tuple(a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args)  # type: ignore[arg-type]
         ))
+
+
+def _numbers_as_text(args: tuple[object, ...]) -> tuple[object, ...]:
+    """ints and floats as the text hiredis writes for them (their repr), made here: hiredis packs a
+    number by PyObject_Repr, which returns NULL when a signal handler raises (Python checks for
+    signals there), and hiredis-py does not check it: the process dies of a segmentation fault
+    (a Ctrl-C at that moment, or a SIGALRM handler that raises). In Python the handler's
+    exception is raised, as anywhere else."""
+    return tuple(repr(a) if type(a) is int or isinstance(a, float) else a for a in args)
 
 
 def _pack_joined(args: tuple[object, ...]) -> bytes | None:

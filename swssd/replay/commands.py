@@ -150,11 +150,11 @@ def _fields_text(fvs: list) -> str:  # type: ignore[type-arg]
     return " ".join(f"{field}={value}" for field, value in fvs or ())
 
 
-def _op_text(op: str, kind: str | None, dead_letter: bool) -> str:
+def _op_text(op: str, kind: str | None, dead_letter: bool, reason: str | None = None) -> str:
     """The op, marked with a recorded kind other than state (a subscriber SET is a whole entry,
-    a notification's op is its own) and when dead-lettered."""
-    return (op + (f" ({kind})" if kind and kind != "state" else "")
-            + (" (dead letter)" if dead_letter else ""))
+    a notification's op is its own) and when dead-lettered, with the reason the daemon gave up."""
+    dead = (" (dead letter)" + (f" reason: {reason}" if reason else "")) if dead_letter else ""
+    return op + (f" ({kind})" if kind and kind != "state" else "") + dead
 
 
 def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
@@ -168,8 +168,8 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     if args.limit:
         first = events.orderBy("ord").select(*HISTORY_COLUMNS).limit(args.limit).collect()
         rows = [
-            (r["ts"], r["host"], r["db"], r["table"], r["key"], _op_text(r["op"], r["kind"], r["dead_letter"]),
-             _fields_text(r["fvs"]))
+            (r["ts"], r["host"], r["db"], r["table"], r["key"],
+             _op_text(r["op"], r["kind"], r["dead_letter"], r["reason"]), _fields_text(r["fvs"]))
             for r in first
         ]
         # the db too: CONFIG_DB's PORT and APPL_DB's PORT_TABLE (or one table name in two
@@ -339,11 +339,13 @@ def run_report(spark: SparkSession, args: argparse.Namespace) -> int:
         overview.add_histories(base, top_keys + flapping, most_history)
         around = (overview.around(base, around_us, window_us, most_around)
                   if around_us is not None else None)
+        dead, dead_total = overview.dead_letters(base, overview.DEAD_LETTERS) if any(
+            r["dead_letters"] for r in tables) else ([], 0)
         ov = overview.Overview(
             counts=counts, rejects_path=rejects_path, reject_reasons=_reject_reasons(spark, rejects_path),
             sources=sources, events=events, first_us=first_us, last_us=last_us, hosts=hosts,
             tables=tables, timeline=timeline, keys_total=keys_total, flapping_total=flapping_total,
-            top_keys=top_keys, flapping=flapping, around=around,
+            top_keys=top_keys, flapping=flapping, around=around, dead_letters=dead, dead_letters_total=dead_total,
         )
     finally:
         overview.release(inputs)

@@ -7,7 +7,7 @@ figures are one hash aggregation after one shuffle by key (per_key): the counts 
 and the flaps, which need order: each key's live records are collected, and each such short
 list is sorted on its own, not every row of the capture.
 
-Definitions (the README's "replay report" section says the same):
+Definitions (docs/replay.md's "The report" section says the same):
 
 - An *event* is a record of the inputs that the filters keep, counted as `stats` counts it:
   dead-lettered records included (a task given up on is recorded when popped and again when
@@ -54,17 +54,19 @@ STEPS_US = [
     )
     for n in ns
 ]
+#: dead-lettered tasks the page lists (all of them are in `swssd replay history`)
+DEAD_LETTERS = 200
 #: tables (and hosts) charted apart, the busiest first; the others as one series
 MAX_SERIES = 10
 OTHERS = {"table": "(other tables)", "host": "(other hosts)"}
 
 _KEYS = [quote_name(c) for c in KEY_COLUMNS]
 #: what the report reads of an event (the filters read host, db, table, key and ts)
-EVENT_COLUMNS = [*_KEYS, "op", "fvs", "ts", "dead_letter", "kind", "source", "ord"]
+EVENT_COLUMNS = [*_KEYS, "op", "fvs", "ts", "dead_letter", "dl_reason", "kind", "source", "ord"]
 #: what it keeps of a parsed line: an event's columns, a rejected line's reason and text
 _KEPT = ["line_kind", *EVENT_COLUMNS, "reason", "CASE WHEN line_kind = 'reject' THEN value END AS value"]
 _BASE = [
-    *_KEYS, "op", "dead_letter", "ord", "fvs", "source", "ts",
+    *_KEYS, "op", "dead_letter", "dl_reason", "ord", "fvs", "source", "ts",
     "coalesce(kind, 'state') AS kind",
     "(kind <=> 'notification') AS is_notification",
     "unix_micros(ts) AS us",
@@ -84,6 +86,8 @@ class Event:
     kind: str
     dead_letter: bool
     fvs: list[tuple[str, str]]
+    #: why the daemon gave a dead-lettered task up (None for other events)
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,9 @@ class Overview:
     top_keys: list[KeyFigures]
     flapping: list[KeyFigures]
     around: Around | None
+    dead_letters: list[Event] = field(default_factory=list)
+    """the first DEAD_LETTERS dead-lettered tasks, in replay order, with their reasons"""
+    dead_letters_total: int = 0
 
 
 TABLE_FIGURES = ["host", "db", "table", "events", "sets", "dels", "notifications", "dead_letters",
@@ -425,7 +432,15 @@ def add_histories(base: DataFrame, keys: list[KeyFigures], n: int) -> None:
 def event(r: Row) -> Event:
     """A row of the cached events as the page lists it."""
     return Event(us=r["us"], host=r["host"], db=r["db"], table=r["table"], key=r["key"], op=r["op"],
-                 kind=r["kind"], dead_letter=bool(r["dead_letter"]), fvs=[(p[0], p[1]) for p in r["fvs"] or ()])
+                 kind=r["kind"], dead_letter=bool(r["dead_letter"]), fvs=[(p[0], p[1]) for p in r["fvs"] or ()],
+                 reason=r["dl_reason"])
+
+
+def dead_letters(base: DataFrame, limit: int) -> tuple[list[Event], int]:
+    """The first `limit` dead-lettered tasks in replay order, and how many there are."""
+    dead = base.where("dead_letter")
+    rows = dead.orderBy("ord").limit(limit).collect()
+    return [event(r) for r in rows], len(rows) if len(rows) < limit else dead.count()
 
 
 def around(base: DataFrame, at_us: int, window_us: int, limit: int) -> Around:

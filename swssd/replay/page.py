@@ -241,7 +241,22 @@ def keys_figure(keys: list[KeyFigures], parts: list[tuple[str, str, str]], hosts
 
 
 def _op(e: Event) -> str:
-    return e.op + (f" ({e.kind})" if e.kind != "state" else "") + (" (dead letter)" if e.dead_letter else "")
+    dead = (" (dead letter)" + (f" reason: {e.reason}" if e.reason else "")) if e.dead_letter else ""
+    return e.op + (f" ({e.kind})" if e.kind != "state" else "") + dead
+
+
+def _dead_letters(ov: Overview) -> str:
+    """The dead-lettered tasks with the reason each was given up, in replay order."""
+    if not ov.dead_letters:
+        return "<p>None.</p>"
+    shown = len(ov.dead_letters)
+    note = (f'<p class="note">{ov.dead_letters_total} tasks the daemon gave up on'
+            + (f"; the first {shown} listed (all: <code>swssd replay history</code>)" if shown < ov.dead_letters_total
+               else "") + ". On the switch, <code>swssd dead-letters list</code> shows those it still keeps.</p>")
+    rows = [(iso(e.us), e.host, e.db, e.table, _Raw(f"<span class=mono>{_e(e.key)}</span>"),
+             e.op + (f" ({e.kind})" if e.kind != "state" else ""), e.reason or "", _cut(fields_text(e.fvs)))
+            for e in ov.dead_letters]
+    return note + _table(["ts", "host", "db", "table", "key", "op", "reason", "fields"], rows)
 
 
 def _history(k: KeyFigures, prefix: str, i: int, shown: int) -> str:
@@ -351,6 +366,9 @@ def data_block(ov: Overview, history: int, around: int, table_rows: int) -> dict
             "at": iso(ov.around.at_us), "window_us": ov.around.window_us, "events": ov.around.total,
             "shown": min(around, len(ov.around.events))},
         "bucket_us": None if ov.timeline is None else ov.timeline.step_us,
+        "dead_letters": [{"ts": iso(e.us), "host": e.host, "db": e.db, "table": e.table, "key": e.key, "op": e.op,
+                          "reason": e.reason} for e in ov.dead_letters],
+        "dead_letters_total": ov.dead_letters_total,
     }
 
 
@@ -368,6 +386,7 @@ def _page(ov: Overview, title: dict[str, str], history: int, around_n: int, tabl
                  "zoom, double-click to zoom out; click a legend entry to hide it.</p>"
                  + (_figure_html(fig, DIV_CHANGES) if fig is not None else "<p>No events.</p>"))
     parts.append("<h2>Per table</h2>" + _tables(ov, table_rows))
+    parts.append('<h2 id="dead-letters-h">Dead letters</h2>' + _dead_letters(ov))
     hosts = len(ov.hosts)
     parts.append(f"<h2>Most changed keys</h2><p class=note>{ov.keys_total} keys; the {len(ov.top_keys)} with the "
                  "most events (SET and DEL, as <code>stats</code> counts them). Click a bar for its history.</p>")

@@ -12,6 +12,7 @@ import argparse
 from ..errors import ConfigError, UnknownDatabaseError, UnknownNamespaceError
 from ..orch import plugins
 from ..orch.config import DEFAULT_CONFIG, PLAIN_HASH_DATABASES, Config
+from ..orch.sonic_tables import sonic_table_warnings
 from ..orch.timers import resolve_timers
 from ..redis.dbconfig import SonicDBConfig, SonicDBGlobalConfig
 from ..schema import DATABASES
@@ -58,7 +59,7 @@ def check(config: Config) -> list[str]:
     plugins.use_config_dir(config)
     databases = _Databases(config)
     lines = [f"warning: {line}" for line in (*config.redis.warnings(config.path), *plugins.code_warnings(config),
-                                                 *config.timing_warnings())]
+                                                 *config.timing_warnings(), *sonic_table_warnings(config))]
     if config.warm_restart is not None:
         for name in ("STATE_DB", "CONFIG_DB"):
             databases.check(name, "warm_restart", who="warm restart's records need")

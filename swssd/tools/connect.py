@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, RedisUrlError, SwssdError
-from ..orch.config import RedisConfig, load_config
+from ..orch.config import RedisConfig
+from ..orch.config_file import load_config
 from ..redis import redis_url
 from ..redis.connector import DBConnector
 from ..redis.credentials import PASSWORD_ENV

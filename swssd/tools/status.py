@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import ConfigError
-from ..orch.config import DEFAULT_CONFIG, MetricsConfig, load_config
+from ..orch.config import DEFAULT_CONFIG, MetricsConfig
+from ..orch.config_file import load_config
 
 COLUMNS = ("popped", "handled", "retried", "failed", "dead_lettered", "pending")
 #: What the two columns people mix up count (the log's "handler failed; will retry" is a failure).
@@ -89,6 +90,8 @@ class Snapshot:
     reconnects: dict[str, float] = field(default_factory=dict)
     #: per plugin timer (orch, timer): its figures, `timer_` and `_total` cut from their names
     timers: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    #: dead letters kept in Redis, per database
+    dead_letters: dict[str, float] = field(default_factory=dict)
 
 
 def parse(text: str) -> Snapshot:
@@ -112,6 +115,8 @@ def parse(text: str) -> Snapshot:
             elif "timer" in sample.labels:
                 column = name.removeprefix("timer_").removesuffix("_total")
                 snap.timers[(sample.labels.get("orch", ""), sample.labels["timer"])][column] = sample.value
+            elif name == "dead_letters":
+                snap.dead_letters[sample.labels.get("db", "?")] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -162,6 +167,9 @@ def render(snap: Snapshot) -> str:
     lines.append("")
     lines.append(LEGEND)
     lines.append(f"loop lag {lag * 1000:.1f} ms; reconnects: {reconnects}")
+    if any(snap.dead_letters.values()):
+        kept = ", ".join(f"{db} {int(n)}" for db, n in sorted(snap.dead_letters.items()) if n)
+        lines.append(f"dead letters kept: {kept} (swssd dead-letters list)")
     return "\n".join(lines)
 
 

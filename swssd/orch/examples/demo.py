@@ -15,7 +15,8 @@ from pathlib import Path
 import structlog
 
 from swssd import DBConnector, ProducerStateTable
-from swssd.orch.config import Config, config_from_dict
+from swssd.orch.config import Config
+from swssd.orch.config_file import config_from_dict
 from swssd.orch.daemon import Daemon
 
 log = structlog.get_logger("swssd.demo")
@@ -41,7 +42,7 @@ What to try next:
                                                 until Ctrl-C (no config needed)
   swssd run --config config/swssd.toml          the same on a local Redis as SONiC runs it (config/ is an
                                                 example: 127.0.0.1:6379, /var/run/redis/redis.sock)
-  README "Write a plugin"                       a plugin beside its config, its test, packaging
+  docs/plugins.md                               writing a plugin: beside its config, its test, packaging
   swssd check --config swssd.toml               validate a config and load its plugins, consuming nothing
   swssd db APPL_DB hgetall 'PORT_TABLE:Ethernet0', swssd watch --db STATE_DB --table PORT_TABLE
                                                 look at tables on a switch, as sonic-db-cli does
@@ -103,14 +104,16 @@ class _Producer:
                 await self.route(f"192.168.{i}.0/24", self.rng.choice(PORTS[:6]))
 
 
-async def run_demo(database_config: Path, seconds: float, capture: Path | None = None) -> int:
+async def run_demo(database_config: Path, seconds: float, capture: Path | None = None, host: str | None = None) -> int:
     """Run the daemon with the example plugins and the producer for `seconds` (or until Ctrl-C);
-    with `capture`, the daemon also writes its capture files (JSON Lines and swss.rec) there."""
+    with `capture`, the daemon also writes its capture files (JSON Lines and swss.rec) there,
+    naming `host` (default: this machine's name) as the switch they come from."""
     config = example_config(database_config)
     if capture is not None:
         config.capture.enabled = True
         config.capture.directory = capture
         config.capture.rec = True
+        config.capture.host = host
     config.redis.password = None  # the private redis-server has none; $SWSSD_REDIS_PASSWORD is another's
     daemon = Daemon(config)
     running = asyncio.ensure_future(daemon.run())
