@@ -39,7 +39,7 @@ def test_state_table_round_trip(db: DBConnector) -> None:
     assert sorted(keys) == ["0", "1", "2", "3", "4", "x"] and set(ops) == {"DEL"} and set(fvss) == {()}
     ps.set_many([("k1", [("f", "1")]), ("k2", [("f", "2")])])
     assert sorted(swsscommon.transpose_pops(cs.pops())) == [("k1", "SET", (("f", "1"),)), ("k2", "SET", (("f", "2"),))]
-    assert db.hgetall("abc:k1") == {"f": "1"}
+    assert db.hgetall("abc:k1").asdict() == {"f": "1"}
 
 
 def test_state_table_buffered_and_clear(db: DBConnector) -> None:
@@ -67,12 +67,13 @@ def test_writers_have_connections_of_their_own(db: DBConnector) -> None:
     pipe = swsscommon.RedisPipeline(db, 2)
     on_pipe = swsscommon.Table(pipe, "T", True)
     on_pipe.set("k1", [("f", "v")])
-    assert db.hgetall("T:k1") == {}
+    assert db.hgetall("T:k1").asdict() == {}
     on_pipe.set("k2", [("f", "v")])  # the second command fills the pipeline of 2: both go
-    assert db.hgetall("T:k1") == {"f": "v"} and db.hgetall("T:k2") == {"f": "v"}
+    assert db.hgetall("T:k1").asdict() == {"f": "v"} and db.hgetall("T:k2").asdict() == {"f": "v"}
     on_pipe.set("k3", [("f", "v")])
     assert on_pipe.get("k3") == [True, (("f", "v"),)]  # a read sends what waits first
-    assert swsscommon.NotificationProducer(pipe, "ch", True).send("op", "d", []) == -1 and pipe.size() == 1
+    ntfp = swsscommon.NotificationProducer(pipe, "ch", True)
+    assert ntfp.send("op", "d", swsscommon.FieldValuePairs()) == -1 and pipe.size() == 1
 
 
 def test_a_script_flushed_away_is_loaded_again(db: DBConnector) -> None:
@@ -92,7 +93,7 @@ def test_queue_table_round_trip(db: DBConnector) -> None:
     assert db.connection.command("LRANGE", "abc_KEY_VALUE_OP_QUEUE", 0, -1) == ["SSET", '["a","b","c","d"]', "bbb"]
     pt.delete("cccc")
     assert swsscommon.transpose_pops(ct.pops()) == [("bbb", "SET", (("a", "b"), ("c", "d"))), ("cccc", "DEL", ())]
-    assert db.hgetall("abc:bbb") == {"a": "b", "c": "d"}
+    assert db.hgetall("abc:bbb").asdict() == {"a": "b", "c": "d"}
 
 
 def test_select_returns_the_ready_table_and_times_out(db: DBConnector) -> None:
@@ -104,8 +105,10 @@ def test_select_returns_the_ready_table_and_times_out(db: DBConnector) -> None:
     assert time.monotonic() - started >= 0.09
     swsscommon.ProducerStateTable(db, "sel").set("k", [("f", "v")])
     state, selectable = sel.select(1000)
-    assert state == swsscommon.Select.OBJECT and selectable is cs
-    assert swsscommon.CastSelectableToRedisSelectObj(selectable) is cs
+    # as the binding: a new base-class proxy of cs, not cs; the cast a new RedisSelect proxy
+    assert state == swsscommon.Select.OBJECT and selectable is not cs and selectable.getFd() == cs.getFd()
+    redis_select = swsscommon.CastSelectableToRedisSelectObj(selectable)
+    assert type(redis_select) is swsscommon.RedisSelect and redis_select.getFd() == cs.getFd()
     assert swsscommon.CastSelectableToSubscriberTableObj(selectable) is None
     assert cs.pop()[0] == "k"
     assert sel.select(0)[0] == swsscommon.Select.TIMEOUT
@@ -122,8 +125,8 @@ def test_select_prefers_priority_then_the_least_recently_used(db: DBConnector) -
     for name in ("low", "high", "other"):
         swsscommon.ProducerStateTable(db, name).set("k", [("f", "v")])
     time.sleep(0.1)
-    order = [sel.select(1000)[1] for _ in range(3)]
-    assert order[0] is high and {id(t) for t in order[1:]} == {id(low), id(other)}
+    order = [sel.select(1000)[1].getFd() for _ in range(3)]
+    assert order[0] == high.getFd() and set(order[1:]) == {low.getFd(), other.getFd()}
 
 
 def test_subscriber_state_table_initial_entries_then_changes(db: DBConnector) -> None:
@@ -132,7 +135,8 @@ def test_subscriber_state_table_initial_entries_then_changes(db: DBConnector) ->
     sst = swsscommon.SubscriberStateTable(db, "testsst")
     sel = swsscommon.Select()
     sel.addSelectable(sst)
-    assert sel.select(0) == [swsscommon.Select.OBJECT, sst]
+    state, selectable = sel.select(0)
+    assert state == swsscommon.Select.OBJECT and selectable.getFd() == sst.getFd()
     assert sst.pop() == ["old", "SET", (("ports", "Ethernet0"),)]
     t.set("aaa", [("a", "b")])
     t.delete("old")
@@ -161,12 +165,13 @@ def test_notifications(db: DBConnector) -> None:
     sel.addSelectable(ntfc)
     ntfp = swsscommon.NotificationProducer(db, "testntf")
     assert ntfp.send("aaa", "bbb", swsscommon.FieldValuePairs([("a", "b")])) == 1
-    assert sel.select(1000) == [swsscommon.Select.OBJECT, ntfc]
+    state, selectable = sel.select(1000)
+    assert state == swsscommon.Select.OBJECT and selectable.getFd() == ntfc.getFd()
     assert ntfc.pop() == ["aaa", "bbb", (("a", "b"),)]
     with pytest.raises(RuntimeError, match="queue is empty"):
         ntfc.pop()
     assert ntfc.peek() == 0
-    ntfp.send("op", "data", [])
+    ntfp.send("op", "data", swsscommon.FieldValuePairs())
     deadline = time.monotonic() + 2
     while ntfc.peek() == 0 and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -37,7 +37,7 @@ def test_separators_before_and_after_connecting(sonic_db_config: Path) -> None:
     cdb.db_connect("APPL_DB", False, False)
     assert (cdb.getDbName(), cdb.getTableNameSeparator(), cdb.getKeySeparator()) == ("APPL_DB", ":", ":")
     cdb.set_entry("port_table", ("Ethernet0", "x"), {"a": "1"})
-    assert DBConnector("APPL_DB", 0).hgetall("PORT_TABLE:Ethernet0:x") == {"a": "1"}
+    assert DBConnector("APPL_DB", 0).hgetall("PORT_TABLE:Ethernet0:x").asdict() == {"a": "1"}
     assert cdb.get_keys("PORT_TABLE") == [("Ethernet0", "x")]
     assert cdb.serialize_key(("a", "b")) == "a:b"  # an instance uses its separator...
     assert ConfigDBConnector.serialize_key(("a", "b")) == "a|b"  # ...the class CONFIG_DB's

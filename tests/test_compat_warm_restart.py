@@ -30,7 +30,7 @@ def state_db(sonic_db_config: Path) -> Iterator[DBConnector]:
 def test_cold_start_records_restore_count_zero(state_db: DBConnector) -> None:
     WarmStart.initialize("orchagent", "swss")
     assert WarmStart.checkWarmStart("orchagent", "swss") is False
-    assert state_db.hgetall("WARM_RESTART_TABLE|orchagent") == {"restore_count": "0"}
+    assert state_db.hgetall("WARM_RESTART_TABLE|orchagent").asdict() == {"restore_count": "0"}
     assert not WarmStart.isWarmStart() and WarmStart.getWarmStartState("orchagent") == WarmStart.RECONCILED
 
 

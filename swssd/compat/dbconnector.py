@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..channels.config_entries import cpp_order
-from .arguments import check_strings, set_value
+from .arguments import HMSET_REFUSED, check_strings, permissive, set_value
 from .connection import RedisConnection, RedisError
-from .containers import FieldValueMap, field_value_map
+from .containers import FieldValueDict, FieldValueMap, field_value_map
 from .dbconfig import SonicDBConfig, SonicDBKey
 from .pubsub import PubSub
 
@@ -220,12 +220,15 @@ class DBConnector:
         fields = [field] if isinstance(field, str) else list(field)
         return int(self._conn.command("HDEL", key, *fields))
 
-    def hgetall(self, key: str) -> FieldValueMap:
-        """The hash as a dict-like FieldValueMap, fields in byte order as the binding's std::map."""
+    def hgetall(self, key: str) -> FieldValueMap | FieldValueDict:
+        """The hash as the binding's FieldValueMap (a std::map proxy, not a dict), fields in byte order."""
         return field_value_map(self._conn.command("HGETALL", key))
 
     def hmset(self, multiHash: Mapping[str, Sequence[tuple[str, str]]]) -> None:
-        """One HSET per hash, pipelined."""
+        """One HSET per hash, pipelined. The binding has no conversion from a Python object to this
+        argument (a C++ unordered_map), so it refuses every call: strict, so does the layer."""
+        if not permissive():
+            raise TypeError(HMSET_REFUSED)
         self._conn.pipeline([("HSET", key, *(x for fv in fvs for x in fv)) for key, fvs in multiHash.items() if fvs])
 
     # -- pub/sub and server ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from ..channels.config_entries import cpp_order
+from .arguments import check_string_map
 from .connection import ConnectError, ConnectionLostError, RedisConnection, RedisError
 from .dbconnector import DBConnector
 
@@ -117,6 +118,7 @@ class DBInterface:
 
     def hmset(self, dbName: str, hash: str, values: Mapping[str, str]) -> None:
         """One HSET of every field, in std::map order."""
+        check_string_map("DBInterface_hmset", 4, values)
         fields = sorted(values, key=cpp_order)
         self.get_redis_client(dbName).connection.command("HSET", hash, *(x for f in fields for x in (f, values[f])))
 

@@ -20,10 +20,11 @@ from ..channels.config_entries import cpp_order
 from ..channels.temp_view import temp_view_difference
 from ..lua import PST_APPLY_VIEW, PST_BATCHED_DEL, PST_BATCHED_SET, PST_CLEAR, PST_DEL, PST_SET, TABLE_DUMP, Script
 from ..schema import DEL_SET_SUFFIX, KEY_SET_SUFFIX, STATE_PREFIX
+from .arguments import set_pairs
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
 from .redis_pipeline import RedisPipeline
-from .table import TableBase, flat_pairs
+from .table import TableBase
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class ProducerStateTable(TableBase):
 
     def set(self, key: str, values: Iterable[tuple[str, str]], op: str = "SET", prefix: str = "") -> None:
         """Set fields of one entry (op and prefix unused, as in C++)."""
-        flat = flat_pairs(values)
+        flat = set_pairs("ProducerStateTable_set", key, values, op, prefix)
         if self._temp_view is not None:
             self._temp_view.setdefault(key, {}).update(zip(flat[::2], flat[1::2]))
             return
@@ -96,7 +97,7 @@ class ProducerStateTable(TableBase):
         keys = [self._channel, self._key_set, STATE_PREFIX + self.getTableName() + self.getTableNameSeparator()]
         args: list[Any] = ["G"]
         for key, values in entries:
-            flat = flat_pairs(values)
+            flat = set_pairs("ProducerStateTable_set", key, values)
             keys.append(key)
             args += [str(len(flat) // 2), *flat]
         self._call(PST_BATCHED_SET, keys, args)

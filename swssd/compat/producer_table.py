@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from ..channels.producer_table import encode_field_values
 from ..lua import PT_ENQUEUE
 from ..schema import OP_QUEUE_SUFFIX
+from .arguments import set_pairs
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
 from .redis_pipeline import RedisPipeline
-from .table import TableBase, flat_pairs
+from .table import TableBase
 
 #: ops a buffered ProducerTable keeps until flush() (C++: only these are buffered)
 BUFFERED_OPS = ("create", "set", "bulkset")
@@ -42,7 +43,9 @@ class ProducerTable(TableBase):
 
     def set(self, key: str, values: Iterable[tuple[str, str]], op: str = "SET", prefix: str = "") -> None:
         """Enqueue (key, JSON of the pairs, "S" + op); only create/set/bulkset ops wait when buffered."""
-        pairs = list(zip(*[iter(flat_pairs(values))] * 2))
+        flat = [x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else x
+                for x in set_pairs("ProducerTable_set", key, values)]  # bytes go as they are, as in C++
+        pairs = list(zip(*[iter(flat)] * 2))
         self._enqueue(key, encode_field_values(pairs), "S" + op, self._buffered and op in BUFFERED_OPS)
 
     def delete(self, key: str, op: str = "DEL", prefix: str = "") -> None:

@@ -9,18 +9,26 @@ connection whose messages are only counted: each select() that returns it stands
 from __future__ import annotations
 
 import itertools
+from typing import TypeVar
 
+from .arguments import permissive
 from .connection import RedisConnection
 from .dbconnector import DBConnector
+from .swig import SwigObject, proxy, swig_repr, target_of
+
+S = TypeVar("S", bound="Selectable")
 
 #: a global use counter: the C++ steady_clock stamp's role (which was used longer ago)
 _clock = itertools.count(1)
 
 
 class Selectable:
-    """Base of everything a Select can wait on."""
+    """Base of everything a Select can wait on; abstract, as the binding's: Select.select() hands
+    out a proxy of this class (see swig.py), which has only these methods."""
 
     def __init__(self, pri: int = 0) -> None:
+        if type(self) is Selectable:
+            raise AttributeError("No constructor defined - class is abstract")
         self._priority = pri
         self._last_used = next(_clock)
 
@@ -45,12 +53,16 @@ class Selectable:
     def getPri(self) -> int:
         return self._priority
 
-    def updateLastUsedTime(self) -> None:
+    def _update_last_used(self) -> None:
         self._last_used = next(_clock)
 
-    def select_order(self) -> tuple[int, int]:
+    def _select_order(self) -> tuple[int, int]:
         """Which ready object select() returns first: highest priority, then least recently used."""
         return -self._priority, self._last_used
+
+    def __repr__(self) -> str:
+        this = self.__dict__.get("this") or SwigObject(f"swss::{type(self).__name__} *", self)
+        return swig_repr(self, this)
 
 
 class RedisSelect(Selectable):
@@ -112,6 +124,25 @@ class RedisSelect(Selectable):
         self._subscribe.psubscribe(channelName)
 
 
-def CastSelectableToRedisSelectObj(selectable: Selectable) -> RedisSelect | None:
-    """The binding's dynamic_cast: the object itself when it is a RedisSelect, else None."""
-    return selectable if isinstance(selectable, RedisSelect) else None
+def as_selected(selectable: Selectable) -> Selectable:
+    """What Select.select() returns for `selectable`: as the binding, a new base-class proxy
+    (`pop` and the rest need a cast); the object itself when the layer is permissive."""
+    return selectable if permissive() else proxy(Selectable, selectable, "swss::Selectable")
+
+
+def cast_selectable(temp: Selectable | None, cls: type[S], function: str) -> S | None:
+    """The binding's CastSelectableTo...(temp): a dynamic_cast to `cls`, returned as a new proxy of
+    `cls` (so a ConsumerStateTable cast to RedisSelect has no `pop`); None when it is not one."""
+    if temp is None:
+        return None
+    if not isinstance(temp, Selectable):
+        raise TypeError(f"in method '{function}', argument 1 of type 'swss::Selectable *'")
+    target = target_of(temp)
+    if not isinstance(target, cls):
+        return None
+    return target if permissive() else proxy(cls, target, f"swss::{cls.__name__}")
+
+
+def CastSelectableToRedisSelectObj(temp: Selectable | None) -> RedisSelect | None:
+    """The binding's cast of a Select.select() result (or any Selectable) to a RedisSelect."""
+    return cast_selectable(temp, RedisSelect, "CastSelectableToRedisSelectObj")

@@ -1,7 +1,9 @@
 """Select: wait for any of several Selectables, as the C++ class (epoll on their file descriptors).
 
 select(timeout_ms=-1) returns [state, selectable]: OBJECT with the one to read (the highest
-priority ready, the least recently returned among equals), TIMEOUT with None, or ERROR. A ready
+priority ready, the least recently returned among equals), TIMEOUT with None, or ERROR. As the
+binding, the one to read comes back as a new base-class Selectable proxy (not the object added:
+compare getFd(), or cast it); SWSSD_COMPAT_PERMISSIVE=1 returns the object itself. A ready
 object holding more than one item stays ready, so it comes back at once. A signal handler that
 raises interrupts the wait (Python runs handlers inside epoll); interrupt_on_signal is accepted.
 """
@@ -12,7 +14,8 @@ import logging
 import select
 from typing import Any
 
-from .selectable import Selectable
+from .selectable import Selectable, as_selected
+from .swig import target_of
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,7 @@ class Select:
         self._ready: set[Selectable] = set()
 
     def addSelectable(self, selectable: Selectable) -> None:
+        selectable = target_of(selectable)
         fd = selectable.getFd()
         if fd in self._objects:
             log.warning("Selectable is already added to the list, ignoring.")
@@ -45,6 +49,7 @@ class Select:
             self.addSelectable(selectable)
 
     def removeSelectable(self, selectable: Selectable) -> None:
+        selectable = target_of(selectable)
         fd = selectable.getFd()
         self._objects.pop(fd, None)
         self._ready.discard(selectable)
@@ -82,13 +87,13 @@ class Select:
                 log.error("readData error: %s", exc)
                 return [self.ERROR, None]
         while self._ready:
-            selectable = min(self._ready, key=Selectable.select_order)
-            selectable.updateLastUsedTime()
+            selectable = min(self._ready, key=Selectable._select_order)
+            selectable._update_last_used()
             if not selectable.hasData():
                 self._ready.discard(selectable)
                 continue
             if not selectable.hasCachedData():
                 self._ready.discard(selectable)
             selectable.updateAfterRead()
-            return [self.OBJECT, selectable]
+            return [self.OBJECT, as_selected(selectable)]
         return [self.TIMEOUT, None]

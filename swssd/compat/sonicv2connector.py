@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .arguments import check_string_map
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
 from .dbinterface import DBInterface
@@ -80,6 +81,7 @@ class SonicV2Connector:
         return self._dbintf.get_all(db_name, _hash, blocking)
 
     def hmset(self, db_name: str, key: str, values: Mapping[str, str]) -> None:
+        check_string_map("SonicV2Connector_Native_hmset", 4, values)
         self._dbintf.hmset(db_name, key, values)
 
     def set(self, db_name: str, _hash: str, key: str, value: object, blocking: bool = False) -> int:

@@ -15,7 +15,7 @@ import hiredis
 
 from .consumer_table_base import DEFAULT_POP_BATCH_SIZE, ConsumerTableBase, Entry
 from .dbconnector import DBConnector
-from .selectable import Selectable
+from .selectable import Selectable, cast_selectable
 from .table import Table
 
 
@@ -98,6 +98,7 @@ class SubscriberStateTable(ConsumerTableBase):
                 entries.append((key, "SET", read[key]))
         return entries
 
-def CastSelectableToSubscriberTableObj(selectable: Selectable) -> SubscriberStateTable | None:
-    """The binding's dynamic_cast: the object itself when it is a SubscriberStateTable, else None."""
-    return selectable if isinstance(selectable, SubscriberStateTable) else None
+def CastSelectableToSubscriberTableObj(temp: Selectable | None) -> SubscriberStateTable | None:
+    """The binding's cast of a Select.select() result (or any Selectable) to a SubscriberStateTable:
+    a new proxy whose pop() and pops() read the table."""
+    return cast_selectable(temp, SubscriberStateTable, "CastSelectableToSubscriberTableObj")

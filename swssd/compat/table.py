@@ -13,7 +13,7 @@ from typing import Any
 
 from ..channels.table import strip_special
 from ..schema import CHANNEL_SUFFIX
-from .arguments import check_strings
+from .arguments import check_strings, set_pairs
 from .dbconfig import SonicDBConfig
 from .dbconnector import DBConnector
 from .redis_pipeline import RedisPipeline
@@ -47,16 +47,6 @@ class TableBase:
         return channel if tag is None else f"{channel}@{tag}"
 
 
-def flat_pairs(fvs: Iterable[tuple[str, str]]) -> list[str]:
-    """field, value, field, value... for an HSET, refusing what the binding's typemap refuses."""
-    flat: list[str] = []
-    for pair in fvs:
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"field/value pairs must be 2-tuples of str, not {pair!r}")
-        flat += pair
-    return flat
-
-
 class Table(TableBase):
     """Table(db, tableName), or Table(pipeline, tableName, buffered) on a RedisPipeline."""
 
@@ -70,7 +60,7 @@ class Table(TableBase):
         self, key: str, values: Iterable[tuple[str, str]], op: str = "", prefix: str = "", ttl: int = DEFAULT_DB_TTL
     ) -> None:
         """HSET every pair in one command (then EXPIRE with a ttl); nothing for no pairs."""
-        flat = flat_pairs(values)
+        flat = set_pairs("Table_set", key, values, op, prefix)
         if not flat:
             return
         name = self.getKeyName(key)
