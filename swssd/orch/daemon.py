@@ -304,9 +304,11 @@ class Daemon:
             source = ReliablePop(
                 consumer, worker.pending, instance=self.config.daemon.instance,  # type: ignore[arg-type]
                 on_set_aside=lambda n: setattr(stats, "set_aside", stats.set_aside + n),
+                crash_limit=self.config.daemon.set_aside_after_crashes,
             )
             self.reliable[worker] = source
             worker.on_progress = source.progress
+            worker.guard = source.guard
             await self.databases.while_unreachable(lambda: take_over(worker, source), db_name)
         if tc.reconcile:
             task = asyncio.ensure_future(self._reconcile_then_subscribe(worker, db))
