@@ -29,6 +29,7 @@ from ..backoff import Backoff
 from ..capture import CaptureWriter
 from ..channels.selectable import Selectable
 from ..channels.selector import Select
+from ..channels.subscriber_state_table import SubscriberStateTable
 from ..channels.zmq import ZmqServer
 from ..fields import KeyOpFieldsValues
 from ..ops import logs as swssd_logging
@@ -173,6 +174,9 @@ class Daemon:
                 return 1 if self._force.is_set() or self._crashed else 0  # a crash at start-up too
             helpers.append(asyncio.ensure_future(self.health.watch()))
             helpers.append(asyncio.ensure_future(self.health.probe(self.connectors)))
+            helpers.append(asyncio.ensure_future(self.health.watch_keyspace_events(
+                lambda: [w.consumer for w in self.workers if isinstance(w.consumer, SubscriberStateTable)]
+            )))
             await self._consume()
         finally:
             for task in helpers:

@@ -179,6 +179,11 @@ class TableWorker:
         return self.clock.without_progress() if self.pending_count and self.alive else 0.0
 
     @property
+    def deaf(self) -> bool:
+        """Whether Redis does not publish the keyspace events this (subscriber) table follows."""
+        return isinstance(self.consumer, SubscriberStateTable) and self.consumer.keyspace_events is False
+
+    @property
     def stalled(self) -> bool:
         """Whether work has been due for stall_after seconds without a handler call ending (stall.py)."""
         return self.without_progress() >= self.stall_after
@@ -527,7 +532,9 @@ def make_consumer(
     `zmq_server` receives for them (kept in memory only: at most once, as in C++), the server
     reading no further while `pending_limit` of them wait to be popped."""
     if kind == "subscriber":
-        return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
+        # Not raising when deaf: the daemon says so in /health and the log, and reads on.
+        return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events,
+                                    raise_when_deaf=False)
     if kind == "notification":
         return NotificationConsumer(db, table, pop_batch_size, priority)
     if kind == "zmq":

@@ -107,6 +107,8 @@ def parse(text: str) -> Snapshot:
                     row["latency_count"] = sample.value
                 elif name == "table_stalled":
                     row["stalled"] = sample.value
+                elif name == "table_deaf":
+                    row["deaf"] = sample.value
             elif name.startswith("reconnects"):
                 snap.reconnects[sample.labels.get("connection", "?")] = sample.value
             else:
@@ -128,6 +130,10 @@ def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | No
         found.append("table stalled (work pending, no handler call ended for its stall_after): " + ", ".join(stalled))
     elif not ready:
         found.append("not ready (still starting or stopping)")
+    deaf = [f"{db} {table}" for (db, table), row in sorted(snap.tables.items()) if row.get("deaf", 0.0) >= 1.0]
+    if deaf:
+        found.append("keyspace events off, no change seen (set notify-keyspace-events AKE in Redis, or "
+                     "[daemon] enable_keyspace_events = true): " + ", ".join(deaf))
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     if lag > max_lag:
         found.append(f"event loop lagging {lag:.3f}s")
