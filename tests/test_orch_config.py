@@ -122,3 +122,12 @@ def test_plugin_errors_name_the_plugin(spec: str, words: str) -> None:
 def test_entry_points_of_the_examples() -> None:
     assert load_class("port_mirror").__name__ == "PortMirrorOrch"
     assert load_class("route").__name__ == "RouteOrch"
+
+
+@pytest.mark.parametrize(("value", "words"), [("0", "greater than or equal to 1"), ("101", "less than or equal to 100"),
+                                              ("2.5", "valid integer")])
+def test_set_aside_after_crashes_is_checked(tmp_path: Path, value: str, words: str) -> None:
+    """The crash-loop guard's count (issue 34): 3 by default, a bad value names the field."""
+    assert load_config(write(tmp_path, GOOD)).daemon.set_aside_after_crashes == 3
+    exc = error_of(tmp_path, f"[daemon]\nset_aside_after_crashes = {value}\n" + GOOD)
+    assert exc.field == "daemon.set_aside_after_crashes" and words in str(exc), str(exc)
