@@ -9,7 +9,9 @@ One object per state or queue table. It keeps two fields in the table's in-fligh
   take-over at start until a clean stop removes it: a start that finds it knows the last run
   ended abnormally, and with which keys in a handler. Written before a handler runs:
   - normally once for a window of the next `WINDOW` keys of a pass (one write for many handler
-    calls, so the normal path stays fast), and `[]` when the worker goes idle;
+    calls, on the connector's own connection, so the normal path stays fast). It is not cleared
+    when the worker goes idle (that doubled the writes of a trickle of changes): a kill while
+    idle blames the last window once, which alone never sets anything aside;
   - for a key blamed by the last abnormal end, `[key]` alone before its handler and `[]` after:
     from the second abnormal end on, the blame is exact.
 - `blamed`: key -> the abnormal ends in a row at which that key was in the `handler` field.
@@ -117,7 +119,7 @@ class CrashGuard:
         if now - self._failed_at < _RETRY_AFTER:
             return
         try:
-            await self.db.redis.hset(self.record, HANDLER_FIELD, json.dumps(keys, ensure_ascii=False))
+            await self._hset(HANDLER_FIELD, json.dumps(keys, ensure_ascii=False))
         except (RedisError, OSError) as exc:
             self._failed_at = now
             self.marked = None
@@ -132,14 +134,13 @@ class CrashGuard:
         """A blamed key's handler returned: it is not what ends the daemon; clear it."""
         del self.blamed[key]
         try:
-            await self.db.redis.hset(self.record, mapping={
-                HANDLER_FIELD: "[]", BLAMED_FIELD: json.dumps(self.blamed, ensure_ascii=False),
-            })
+            await self._hset(HANDLER_FIELD, "[]", BLAMED_FIELD, json.dumps(self.blamed, ensure_ascii=False))
             self.marked = []
         except (RedisError, OSError):
             self.marked = None  # counted once more at most if the daemon dies before the next write
 
-    async def idle(self) -> None:
-        """The worker waits: no key is in a handler."""
-        if self.marked != []:
-            await self.mark([])
+    async def _hset(self, *fields_values: str) -> None:
+        """HSET on the connector's own connection (a few us, not redis-py's ~80 per call)."""
+        (reply,) = await self.db.execute_many([("HSET", self.record, *fields_values)])
+        if isinstance(reply, Exception):
+            raise reply

@@ -273,10 +273,6 @@ class TableWorker:
                 delay = None if next_at is None else next_at - self._loop.time()
                 if delay is not None and delay <= 0:
                     continue
-                if self.guard is not None:
-                    await self.guard.idle()
-                    if self._wakeup.is_set():
-                        continue
                 self.clock.sleeping(next_at)
                 try:
                     async with asyncio.timeout(delay):
