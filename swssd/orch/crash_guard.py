@@ -9,7 +9,7 @@ One object per state or queue table. It keeps two fields in the table's in-fligh
   take-over at start until a clean stop removes it: a start that finds it knows the last run
   ended abnormally, and with which keys in a handler. Written before a handler runs:
   - normally once for a window of the next `WINDOW` keys of a pass (one write for many handler
-    calls, on the connector's own connection, so the normal path stays fast). It is not cleared
+    calls, on a connection of its own: cheap, and never queued behind the pops sent ahead). It is not cleared
     when the worker goes idle (that doubled the writes of a trickle of changes): a kill while
     idle blames the last window once, which alone never sets anything aside;
   - for a key blamed by the last abnormal end, `[key]` alone before its handler and `[]` after:
@@ -60,6 +60,8 @@ class CrashGuard:
         self._failed_at = -1e9
         self._warned = False
         self._judgement: tuple[set[str], list[str]] | None = None
+        #: the marks' own connection (opened at the first mark)
+        self._marks: DBConnector | None = None
 
     # -- start --------------------------------------------------------------------------
 
@@ -140,7 +142,16 @@ class CrashGuard:
             self.marked = None  # counted once more at most if the daemon dies before the next write
 
     async def _hset(self, *fields_values: str) -> None:
-        """HSET on the connector's own connection (a few us, not redis-py's ~80 per call)."""
-        (reply,) = await self.db.execute_many([("HSET", self.record, *fields_values)])
+        """HSET on the marks' own connection: the pipelined path (a few us, not redis-py's ~80
+        a call), and not the pops' connection, where it would wait for the pops sent ahead."""
+        if self._marks is None:
+            self._marks = DBConnector(self.db.new_client(), db_id=self.db.db_id, name=self.db.name)
+        (reply,) = await self._marks.execute_many([("HSET", self.record, *fields_values)])
         if isinstance(reply, Exception):
             raise reply
+
+    async def close(self) -> None:
+        """Close the marks' connection (at shutdown, after the handlers ended)."""
+        if self._marks is not None:
+            await self._marks.close()
+            self._marks = None

@@ -445,6 +445,7 @@ class ReliablePop:
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("in-flight record not cleared; the next start hands its batches over again",
                         db=self.db.name, table=self.table, error=str(exc))
+        await self.guard.close()
 
 
 def crash_reason(limit: int) -> str:
