@@ -327,8 +327,12 @@ class TableWorker:
                         await guard.mark([str(key)])
                         marked_to = 0
                     else:
+                        # Without blamed keys: those are named only while their own handler runs,
+                        # so a window cannot blame them again for a kill that came before they ran.
                         marked_to = i + WINDOW
-                        await guard.mark([*(h.task.key for h in heads), *(str(k) for k, _ in snapshot[i:marked_to])])
+                        blamed = guard.blamed
+                        await guard.mark([*(h.task.key for h in heads),
+                                          *(str(k) for k, _ in snapshot[i:marked_to] if k not in blamed)])
                     entry = entries[0]  # a DEL popped meanwhile replaced what was pending
                 pending.take(key)
                 if batch and not alone:
