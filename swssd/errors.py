@@ -90,3 +90,8 @@ class RedisUrlError(SwssdError, ValueError):
 
 class TempViewError(SwssdError, RuntimeError):
     """apply_temp_view() without a preceding create_temp_view()."""
+
+
+class KeyspaceEventsOffError(SwssdError):
+    """Redis does not publish the keyspace events a subscriber table follows (after a restart
+    brought `notify-keyspace-events` back to its default, say): the table would be deaf."""

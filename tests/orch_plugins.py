@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 from pathlib import Path
 from typing import IO
@@ -175,3 +176,13 @@ class HostileOrch(RecordingOrch):
         if task.key.startswith("poison"):
             raise Poison(f"{task.key} {task.fvs}")
         self.record(table, task)
+
+
+class ExitingMirrorOrch(MirrorOrch):
+    """A MirrorOrch whose handler ends the process at once (os._exit(1), no cleanup at all) for a
+    key starting with `poison`: a true poison task."""
+
+    async def handle(self, table: str, task: KeyOpFieldsValues) -> None:
+        if task.key.startswith("poison"):
+            os._exit(1)
+        await super().handle(table, task)

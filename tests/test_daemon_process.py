@@ -547,8 +547,8 @@ def test_a_crash_exits_non_zero_on_every_start(clean_redis: EmbeddedRedis, tmp_p
     fourth = DaemonProcess(config, tmp_path / "log4")
     try:
         fourth.wait_ready()
-        (aside,) = fourth.events("in-flight tasks set aside: handed over again by the last 2 starts, which "
-                                 "crashed or were killed before it was done: it may be what crashes the daemon")
+        (aside,) = fourth.events("in-flight tasks set aside: in a handler when each of the last 3 runs ended "
+                                 "abnormally (crashed, killed or stalled): it may be what ends the daemon")
         assert aside["keys"] == ["poison1"] and aside["tasks"] == 1
         assert fourth.proc.poll() is None
     finally:

@@ -246,6 +246,8 @@ async def test_clean_restarts_never_set_a_held_task_aside(db: DBConnector, db_co
         daemon.stop()
         assert await asyncio.wait_for(run, 30) == 0
     assert await db.redis.hget(inflight_key("swssd", "HELDLONG"), "takeovers") is None
+    # A clean stop says nothing was in a handler: no key stays blamed.
+    assert await db.redis.hmget(inflight_key("swssd", "HELDLONG"), ["handler", "blamed"]) == [None, None]
 
 
 # -- as a process ---------------------------------------------------------------------------

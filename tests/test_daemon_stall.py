@@ -178,8 +178,8 @@ def test_a_task_that_stalls_every_start_is_set_aside_by_the_third_restart(
     fourth = DaemonProcess(config, tmp_path / "log4")
     try:
         fourth.wait_ready()
-        (aside,) = fourth.events("in-flight tasks set aside: handed over again by the last 2 starts, which "
-                                 "crashed or were killed before it was done: it may be what crashes the daemon")
+        (aside,) = fourth.events("in-flight tasks set aside: in a handler when each of the last 3 runs ended "
+                                 "abnormally (crashed, killed or stalled): it may be what ends the daemon")
         assert aside["keys"] == ["block1"] and aside["tasks"] == 1
         time.sleep(1.5)
         assert not fourth.events("table stalled: work pending and no handler call ended")

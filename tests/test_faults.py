@@ -1,7 +1,8 @@
 """Black-box fault suite: `swssd run` as a process, mirroring an APPL_DB state table (reconcile on)
 and a queue table into STATE_DB, while a producer writes a random stream of changes and faults are
 injected. After the stream and a final drain the mirror must equal the producers' folded truth:
-0 lost, 0 stale, 0 mismatched, 0 crashes (every exit status checked).
+0 lost, 0 stale, 0 mismatched, 0 crashes (every exit status checked), nothing set aside (no
+task blamed for a kill it did not cause: issue 34).
 
 The stream has SWSSD_FAULT_CHANGES changes (default 20,000) per scenario, spread over
 SWSSD_FAULT_SECONDS (default 8) so every fault lands mid-stream; the whole file takes about a
@@ -15,6 +16,7 @@ Redis runs with AOF here (its own server, not the session's), so it can be resta
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -75,6 +77,7 @@ class Run:
     tmp: Path
     server: EmbeddedRedis
     fail_once: bool = False
+    plugin: str = "orch_plugins:MirrorOrch"
     truth: Truth = field(default_factory=dict)
     daemons: list[DaemonProcess] = field(default_factory=list)
     exits: list[tuple[str, int]] = field(default_factory=list)
@@ -89,7 +92,7 @@ class Run:
             "daemon": {"shutdown_timeout": 10.0, "health_interval": 1.0},
             "retry": {"max_attempts": 1000, "backoff_initial": 0.02, "backoff_max": 0.5, "handler_timeout": 5.0},
             "orchs": [{
-                "plugin": "orch_plugins:MirrorOrch", "options": {"fail_once": self.fail_once},
+                "plugin": self.plugin, "options": {"fail_once": self.fail_once},
                 "tables": [{"db": "APPL_DB", "table": STATE, "reconcile": True, "pop_batch_size": 64},
                            {"db": "APPL_DB", "table": QUEUE, "kind": "queue", "pop_batch_size": 64}],
             }],
@@ -176,6 +179,9 @@ class Run:
         stale = [k for k in self.truth if k in mirror and mirror[k] != self.truth[k]]
         extra = [k for k in mirror if k not in self.truth]
         crashes = [(how, code) for how, code in self.exits if how != "SIGKILL" and code != 0]
+        aside = [e for d in self.daemons for e in d.logs()
+                 if str(e.get("event", "")).startswith("in-flight tasks set aside")]
+        assert aside == [], aside
         logs = "".join(d.log_path.read_text()[-1500:] for d in self.daemons[-2:])
         assert (len(lost), len(stale), len(extra), crashes) == (0, 0, 0, []), (
             f"lost {len(lost)} {lost[:3]}, stale {len(stale)} {stale[:3]}, mismatched {len(extra)} {extra[:3]}, "
@@ -256,6 +262,67 @@ async def redis_restarts(run: Run, times: int = 2, period: float = 2.0) -> None:
 async def test_sigkill_and_restart_several_times_mid_stream(redis: EmbeddedRedis, tmp_path: Path) -> None:
     run = await scenario(tmp_path, redis, sigkill_restarts)
     assert [how for how, _ in run.exits].count("SIGKILL") == 3
+
+
+async def test_sigkill_four_times_1_3_s_apart_sets_nothing_aside(redis: EmbeddedRedis, tmp_path: Path) -> None:
+    """Issue 34: what a restart loop does. Every kill lands while tasks are taken over, popped and
+    pending; none of them caused it, so none is set aside (the old guard blamed thousands)."""
+    run = await scenario(tmp_path, redis, lambda r: sigkill_restarts(r, 4, 1.3))
+    assert [how for how, _ in run.exits].count("SIGKILL") == 4
+    admin = await DBConnector.from_url(redis.url, db_id=0)
+    try:
+        assert [k async for k in admin.redis.scan_iter(match="_SWSSD_DEAD:*")] == []
+    finally:
+        await admin.close()
+
+
+async def test_a_poison_task_is_set_aside_by_the_third_restart_and_nothing_else(
+    redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """A handler that ends the process (os._exit(1)) for one task among valid ones, in the state
+    table (reconcile on) and the queue table: each start dies on it until the one after three such
+    ends sets it aside (dead-lettered, kept on the table's dead-letter list with the reason); every
+    other task is handled and the daemon serves on."""
+    run = Run(tmp_path, redis, plugin="orch_plugins:ExitingMirrorOrch")
+    first = DaemonProcess(run.config(), tmp_path / "log0")
+    run.daemons.append(first)
+    first.wait_ready(30)
+    db = await DBConnector.from_url(redis.url, db_id=0, name="APPL_DB")
+    try:
+        state, queue = ProducerStateTable(db, STATE), ProducerTable(db, QUEUE)
+        for i in range(300):
+            if i == 150:
+                await state.set("poison1", [("f0", "bad")])
+            table, producer = (STATE, state) if i % 3 else (QUEUE, queue)
+            await producer.set(f"k{i}", [("f0", f"v{i}")])
+            run.truth[(table, f"k{i}")] = {"f0": f"v{i}"}
+    finally:
+        await db.close()
+    assert await asyncio.to_thread(first.wait, 30) == 1
+    for start in (1, 2):  # the poison taken over again, and in a handler again when each ends
+        again = DaemonProcess(run.config(), tmp_path / f"log{start}")
+        run.daemons.append(again)
+        assert await asyncio.to_thread(again.wait, 30) == 1, again.log_path.read_text()[-2000:]
+    fourth = DaemonProcess(run.config(), tmp_path / "log3")
+    run.daemons.append(fourth)
+    await asyncio.to_thread(fourth.wait_ready, 30)
+    (aside,) = fourth.events("in-flight tasks set aside: in a handler when each of the last 3 runs ended "
+                             "abnormally (crashed, killed or stalled): it may be what ends the daemon")
+    assert aside["keys"] == ["poison1"] and aside["tasks"] == 1 and aside["table"] == STATE
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while await run.mirror() != run.truth and loop.time() < deadline:
+        await asyncio.sleep(0.2)
+    assert fourth.proc.poll() is None  # serving: the reconciled poison was set aside too
+    assert await run.mirror() == run.truth
+    admin = await DBConnector.from_url(redis.url, db_id=0)
+    try:
+        dead = [json.loads(r) for r in await admin.redis.lrange(f"_SWSSD_DEAD:swssd:{STATE}", 0, -1)]
+    finally:
+        await admin.close()
+    assert [(d["key"], d["op"]) for d in dead] == [("poison1", "SET")] and "in a handler" in dead[0]["reason"]
+    fourth.signal(signal.SIGTERM)
+    assert await asyncio.to_thread(fourth.wait, 30) == 0
 
 
 async def test_sigterm_while_a_handler_fails_once_per_key(redis: EmbeddedRedis, tmp_path: Path) -> None:

@@ -131,3 +131,12 @@ def test_a_misspelt_key_is_named_with_the_orch_it_is_in(tmp_path: Path) -> None:
     assert "'routes2'" in err.problem
     err = error_of(tmp_path, GOOD.replace('table = "PORT_TABLE"', 'table = "P", prioritty = 3'))
     assert err.field == "orchs.0.tables.0.prioritty" and "did you mean 'priority'?" in err.problem
+
+
+@pytest.mark.parametrize(("value", "words"), [("0", "greater than or equal to 1"), ("101", "less than or equal to 100"),
+                                              ("2.5", "valid integer")])
+def test_set_aside_after_crashes_is_checked(tmp_path: Path, value: str, words: str) -> None:
+    """The crash-loop guard's count (issue 34): 3 by default, a bad value names the field."""
+    assert load_config(write(tmp_path, GOOD)).daemon.set_aside_after_crashes == 3
+    exc = error_of(tmp_path, f"[daemon]\nset_aside_after_crashes = {value}\n" + GOOD)
+    assert exc.field == "daemon.set_aside_after_crashes" and words in str(exc), str(exc)

@@ -81,8 +81,10 @@ class Select:
         return self._track(self._unsubscribe(table, self._added.pop(id(table))))
 
     async def _subscribe(self, table: Selectable) -> None:
-        if table.subscription is None:  # fed by something else than pub/sub: it wakes us itself
-            table.add_waker(self._wake)
+        # A table may become ready without a message too (a subscriber table whose keyspace
+        # events came back on reads itself again): it wakes us itself then.
+        table.add_waker(self._wake)
+        if table.subscription is None:  # fed by something else than pub/sub
             await table.on_subscribed()
             if table.ready:
                 self._wake()

@@ -8,6 +8,7 @@ from typing import Any
 import structlog
 from redis.exceptions import NoPermissionError, ResponseError
 
+from ..errors import KeyspaceEventsOffError
 from ..fields import DEL_COMMAND, SET_COMMAND, FieldValues, KeyOpFieldsValues
 from ..redis.connector import DBConnector
 from ..redis.scan import glob_escape
@@ -47,7 +48,11 @@ class SubscriberStateTable(Selectable, TableBase):
     - after the pub/sub connection comes back, the table is read again and what differs from
       what was delivered is delivered (SET for new or changed entries, DEL for vanished ones);
       events of an expired, evicted or renamed key count as its deletion;
-    - a key under the table's prefix that is not a hash is logged, counted and skipped.
+    - a key under the table's prefix that is not a hash is logged, counted and skipped;
+    - keyspace events are checked again after every reconnect, before the table is read again:
+      with `enable_keyspace_events` they are turned on again (a restarted Redis forgets a CONFIG
+      SET), without it pops() raises KeyspaceEventsOffError instead of going on deaf
+      (`raise_when_deaf=False`: the daemon, which reports it in /health, goes on reading).
 
     Deleted-and-set-again is seen only through the `del` event: unlike the key-set channel, a
     keyspace consumer sees the writes, not the writer's intent.
@@ -62,11 +67,16 @@ class SubscriberStateTable(Selectable, TableBase):
         *,
         raw_fields: bool = False,
         enable_keyspace_events: bool = False,
+        raise_when_deaf: bool = True,
     ) -> None:
         Selectable.__init__(self, db, pop_batch_size, priority)
         TableBase.__init__(self, db, name)
         self.raw_fields = raw_fields
         self.enable_keyspace_events = enable_keyspace_events
+        self.raise_when_deaf = raise_when_deaf
+        #: a reconnect happened: keyspace events are checked before the table is read again
+        self._recheck = False
+        self._refusal_told = False
         self.prefix = f"{name}{self.separator}"
         self._channel_prefix = f"__keyspace@{db.db_id}__:{self.prefix}"
         self._channel_prefix_len = len(self._channel_prefix)
@@ -114,10 +124,11 @@ class SubscriberStateTable(Selectable, TableBase):
             pending[key] = False
 
     def on_resubscribed(self) -> None:
+        self._recheck = True
         self._resync_needed = True
 
     async def on_subscribed(self) -> None:
-        await self._check_keyspace_events()
+        await self.check_keyspace_events()
         self._resync_needed = True
 
     # -- popping ------------------------------------------------------------------------
@@ -137,6 +148,8 @@ class SubscriberStateTable(Selectable, TableBase):
                     self.existing_popped += 1
                 continue
             if self._resync_needed:
+                if self._recheck:  # before the read: a change after it must raise an event
+                    await self._recheck_keyspace_events()
                 self._resync_needed = False
                 self._first_read = not self._read_before
                 self._resync = self._read_table()
@@ -248,39 +261,71 @@ class SubscriberStateTable(Selectable, TableBase):
         self.bad_entries += 1
         log.error("entry skipped: not readable as a hash", table=self.name, key=key[:_EXCERPT], error=str(error))
 
-    # -- start-up check -----------------------------------------------------------------
+    # -- keyspace events ----------------------------------------------------------------
 
-    async def _check_keyspace_events(self) -> None:
-        """Say so, in one line, when Redis does not publish the events this table lives on."""
+    async def _recheck_keyspace_events(self) -> None:
+        """After a reconnect: on again if allowed, else raise (unless the caller reports it)."""
+        sufficient = await self.check_keyspace_events()
+        self._recheck = False
+        if sufficient is False and self.raise_when_deaf:
+            self._recheck = True
+            raise KeyspaceEventsOffError(self.deaf_reason())
+
+    def deaf_reason(self) -> str:
+        """One sentence on why this table misses changes, naming the setting to fix."""
+        return (f"Redis at {self.db.address} does not publish keyspace events (notify-keyspace-events lacks "
+                f"K and A or g+h): table {self.name} gets no change; set notify-keyspace-events AKE in "
+                "redis.conf, or enable_keyspace_events")
+
+    async def check_keyspace_events(self) -> bool | None:
+        """Whether Redis publishes the events this table lives on (None: not allowed to look).
+        With `enable_keyspace_events`, they are turned on when off; turned on while the table
+        was already being followed, the table is read again (events were missed meanwhile).
+        Said in one line when off; a refused CONFIG GET (a minimal ACL) once. Raises what
+        Redis raises when it cannot be reached."""
         try:
             reply = await self.db.redis.execute_command("CONFIG", "GET", "notify-keyspace-events")
         except NoPermissionError:
             # A minimal ACL leaves CONFIG GET out: it would read every setting, requirepass too.
-            log.info("notify-keyspace-events not checked: this Redis user may not run CONFIG GET; keyspace "
-                     "events must be on (AKE, as SONiC sets them) for this table's later changes",
-                     table=self.name)
-            return
+            if not self._refusal_told:
+                self._refusal_told = True
+                log.warning("notify-keyspace-events not checked: this Redis user may not run CONFIG GET; "
+                            "keyspace events must be on (AKE, as SONiC sets them) for this table's later changes",
+                            table=self.name)
+            return None
         except ResponseError as exc:
-            log.warning("cannot check notify-keyspace-events", table=self.name, error=str(exc))
-            return
+            if not self._refusal_told:
+                self._refusal_told = True
+                log.warning("cannot check notify-keyspace-events", table=self.name, error=str(exc))
+            return None
         flags = _config_value(reply)
+        known = self.keyspace_events
         self.keyspace_events = keyspace_events_sufficient(flags)
         if self.keyspace_events:
-            return
+            if known is False and self._read_before:
+                self._resync_needed = True  # on again: what changed while they were off is read
+                self.wake()
+            return True
         if self.enable_keyspace_events:
             wanted = flags + "".join(c for c in "Kgh" if c not in flags)
             await self.db.redis.execute_command("CONFIG", "SET", "notify-keyspace-events", wanted)
             self.keyspace_events = True
-            log.info("enabled keyspace notifications", address=self.db.address, notify_keyspace_events=wanted)
-            return
-        log.warning(
-            f"Redis at {self.db.address} does not publish keyspace events (notify-keyspace-events is "
-            f"{flags!r}): {self.name} gets its existing entries but no later change. Set "
-            "notify-keyspace-events to AKE in redis.conf (as SONiC does), or have swssd turn them on: "
-            "--enable-keyspace-events (swssd watch), enable_keyspace_events = true in [daemon] (swssd run), "
-            "enable_keyspace_events=True (the library)",
-            table=self.name,
-        )
+            log.info("enabled keyspace notifications", address=self.db.address, notify_keyspace_events=wanted,
+                     table=self.name)
+            if known is not None and self._read_before:
+                self._resync_needed = True  # turned off meanwhile: what changed then is read
+                self.wake()
+            return True
+        if known is not False:
+            log.warning(
+                f"Redis at {self.db.address} does not publish keyspace events (notify-keyspace-events is "
+                f"{flags!r}): {self.name} gets its existing entries but no later change. Set "
+                "notify-keyspace-events to AKE in redis.conf (as SONiC does), or have swssd turn them on: "
+                "--enable-keyspace-events (swssd watch), enable_keyspace_events = true in [daemon] (swssd run), "
+                "enable_keyspace_events=True (the library)",
+                table=self.name,
+            )
+        return False
 
 
 def _config_value(reply: Any) -> str:

@@ -59,6 +59,8 @@ class TableFigures(Protocol):
     def alive(self) -> bool: ...
     @property
     def stalled(self) -> bool: ...
+    @property
+    def deaf(self) -> bool: ...
     def without_progress(self) -> float: ...
 
 
@@ -191,6 +193,10 @@ class DaemonCollector(Collector):
             "swssd_table_stalled", "1 while the table has had work due for its stall_after seconds and no "
             "handler call ended", labels=labels,
         )
+        deaf = GaugeMetricFamily(
+            "swssd_table_deaf", "1 while Redis does not publish the keyspace events the table follows "
+            "(notify-keyspace-events off): it gets no change", labels=labels,
+        )
         latency = HistogramMetricFamily("swssd_handler_latency_seconds", "Duration of handler calls", labels=labels)
         for worker in list(d.workers):
             key = [worker.db_name, worker.table]
@@ -199,6 +205,7 @@ class DaemonCollector(Collector):
                 family.add_metric(key, getattr(stats, name))
             pending.add_metric(key, worker.pending_count)
             stalled.add_metric(key, float(worker.stalled))
+            deaf.add_metric(key, float(worker.deaf))
             cumulative, buckets = 0, []
             for bound, count in zip((*LATENCY_BUCKETS, float("inf")), stats.latency_counts):
                 cumulative += count
@@ -207,6 +214,7 @@ class DaemonCollector(Collector):
         yield from counters.values()
         yield pending
         yield stalled
+        yield deaf
         yield latency
         reconnects = CounterMetricFamily("swssd_reconnects", "Connections re-established", labels=["connection"])
         reconnects.add_metric(["pubsub"], d.select.reconnects)
@@ -322,6 +330,10 @@ def health(daemon: DaemonFigures) -> tuple[bool, str]:
         return False, "timer stalled: " + "; ".join(
             f"{orch} {name}: one call has gone on for {seconds:.0f} s" for orch, name, seconds in sorted(stuck)
         )
+    deaf = sorted(f"{w.db_name} {w.table}" for w in workers if w.deaf)
+    if deaf:
+        return False, ("keyspace events off, no change seen: " + ", ".join(deaf) + " (Redis's notify-keyspace-events "
+                       "lacks K and A or g+h: set it to AKE, or [daemon] enable_keyspace_events = true)")
     if not daemon.redis_up:
         return False, "Redis unreachable"
     if not daemon.serving:

@@ -449,6 +449,11 @@ class DaemonConfig(_Section):
     #: or Retry) before it is stalled: /health 503, ready 0, no systemd watchdog ping. A table's
     #: own stall_after overrides it.
     stall_after: Seconds = DEFAULT_STALL_AFTER
+    #: A task in a handler when this many runs in a row ended abnormally (crashed, killed,
+    #: aborted by the systemd watchdog) is set aside at the next start instead of run again:
+    #: dead-lettered, kept on the table's dead-letter list in Redis. Tasks merely taken over,
+    #: popped or pending never count (crash_guard.py).
+    set_aside_after_crashes: int = Field(3, ge=1, le=100)
     #: Select fairness: a ready table passed over this many times in a row is served next.
     starvation_limit: int = Field(4, ge=1, le=MAX_COUNT)
     #: Seconds between "Redis is still unreachable" log lines.

@@ -29,6 +29,7 @@ from ..backoff import Backoff
 from ..capture import CaptureWriter
 from ..channels.selectable import Selectable
 from ..channels.selector import Select
+from ..channels.subscriber_state_table import SubscriberStateTable
 from ..channels.zmq import ZmqServer
 from ..fields import KeyOpFieldsValues
 from ..ops import logs as swssd_logging
@@ -190,6 +191,9 @@ class Daemon:
                 return 1 if self._force.is_set() or self._crashed else 0  # a crash at start-up too
             helpers.append(asyncio.ensure_future(self.health.watch()))
             helpers.append(asyncio.ensure_future(self.health.probe(self.connectors)))
+            helpers.append(asyncio.ensure_future(self.health.watch_keyspace_events(
+                lambda: [w.consumer for w in self.workers if isinstance(w.consumer, SubscriberStateTable)]
+            )))
             await self._consume()
         finally:
             for task in helpers:
@@ -351,9 +355,11 @@ class Daemon:
             source = ReliablePop(
                 consumer, worker.pending, instance=self.config.daemon.instance,  # type: ignore[arg-type]
                 on_set_aside=lambda n: setattr(stats, "set_aside", stats.set_aside + n),
+                crash_limit=self.config.daemon.set_aside_after_crashes,
             )
             self.reliable[worker] = source
             worker.on_progress = source.progress
+            worker.guard = source.guard
             await self.databases.while_unreachable(lambda: take_over(worker, source), db_name)
         if tc.reconcile and not restoring:  # on a warm start restore() gets the entries instead
             task = asyncio.ensure_future(self._reconcile_then_subscribe(worker, db))

@@ -16,11 +16,15 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..channels.selector import Select
+from ..channels.subscriber_state_table import SubscriberStateTable
 from ..ops.sdnotify import SystemdNotifier
 from ..redis.connector import DBConnector
 from .config import Config
 
 log = structlog.get_logger("swssd.daemon")
+
+#: Seconds between two lines saying a subscriber table is deaf.
+KEYSPACE_REMINDER = 60.0
 
 
 class RedisHealth:
@@ -84,6 +88,28 @@ class RedisHealth:
                     error=self.pop_error or self.probe_error or "pub/sub connection down",
                     pending=self.pending(),
                 )
+
+    async def watch_keyspace_events(self, tables: Callable[[], list[SubscriberStateTable]]) -> None:
+        """Every health_interval, whether Redis still publishes the keyspace events each
+        subscriber table follows (a restart or a CONFIG SET may turn them off): turned on again
+        with enable_keyspace_events, else the table is deaf (/health 503, `swssd status` 1) and
+        one line a minute says so."""
+        told: dict[str, float] = {}
+        while True:
+            await asyncio.sleep(self.config.daemon.health_interval)
+            for table in tables():
+                try:
+                    await table.check_keyspace_events()
+                except (RedisError, OSError):
+                    continue  # Redis is away: the pops and the probe say so
+                if table.keyspace_events is not False:
+                    told.pop(table.name, None)
+                    continue
+                now = time.monotonic()
+                if now - told.get(table.name, -1e9) >= KEYSPACE_REMINDER:
+                    told[table.name] = now
+                    log.error("subscriber table deaf: " + table.deaf_reason() + " = true in [daemon]",
+                              db=table.db.name, table=table.name)
 
     async def probe(self, connectors: Mapping[str, DBConnector]) -> None:
         """Liveness: a PING to each server on a connection of its own, every probe_interval.

@@ -41,6 +41,7 @@ from ..channels.consumer_state_table import ConsumerStateTable
 from ..channels.consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
 from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
+from .crash_guard import BLAMED_FIELD, DEFAULT_LIMIT, HANDLER_FIELD, CrashGuard
 from .own_keys import set_aside
 from .pending import PendingMap
 
@@ -57,12 +58,11 @@ DEAD_CAP = 1000
 EXCERPT = 512
 #: The in-flight hash's field holding the last sequence number given out.
 SEQ_FIELD = "seq"
-#: The in-flight hash's field counting the starts in a row that took batches over and did not
-#: stop cleanly (nor finish those batches). A batch is handed over after at most MAX_TAKEOVERS
-#: such starts; the next start sets it aside (dead-lettered), so a task that crashes the daemon
-#: cannot keep it in a crash loop. A clean stop resets the count.
-TAKEOVERS_FIELD = "takeovers"
-MAX_TAKEOVERS = 2
+#: The field earlier versions counted crashed starts in (every task taken over blamed); read as
+#: nothing and removed: crash_guard.py blames only what was in a handler.
+OLD_TAKEOVERS_FIELD = "takeovers"
+#: The record's fields that are no batch.
+_NOT_BATCHES = (SEQ_FIELD, HANDLER_FIELD, BLAMED_FIELD, OLD_TAKEOVERS_FIELD)
 #: Pops kept in flight while a table has more data. With one, Redis waits while each reply travels
 #: back and the daemon sends the next pop (a fifth of a queue drain's time, BENCHMARKS.md); a
 #: second pop already queued behind it fills that wait. Each batch is in the record: nothing more
@@ -100,6 +100,7 @@ class ReliablePop:
         compact_after: int = 256,
         clear_delay: float = 0.05,
         on_set_aside: Callable[[int], None] = lambda n: None,
+        crash_limit: int = DEFAULT_LIMIT,
     ) -> None:
         self.consumer = consumer
         self.pending = pending
@@ -110,6 +111,8 @@ class ReliablePop:
         self.compact_after = compact_after
         self.clear_delay = clear_delay
         self._on_set_aside = on_set_aside
+        #: which keys are in a handler, for the next start after an abnormal end
+        self.guard = CrashGuard(self.db, self.record, self.table, crash_limit)
         if isinstance(consumer, ConsumerStateTable):
             consumer.track_deletes = True
             self._script = CST_POPS_RELIABLE
@@ -134,10 +137,8 @@ class ReliablePop:
         self._clearer: asyncio.Task[None] | None = None
         #: batches read back from the record after their reply was lost
         self.recovered = 0
-        #: the record counts this start's take-over, until every batch taken over is done
-        self._counting_takeovers = False
-        #: batches take_over() set aside instead of handing them over (see MAX_TAKEOVERS)
-        self.poisoned: list[Batch] = []
+        #: tasks take_over() set aside instead of handing them over (crash_guard.py)
+        self.poisoned: list[KeyOpFieldsValues] = []
         self.compactions = 0
 
     # -- start --------------------------------------------------------------------------
@@ -148,8 +149,9 @@ class ReliablePop:
         that cannot be read (not a hash, a field that is no batch) is set aside, and what of it
         could be read is kept in a new record (own_keys.py).
 
-        Batches taken over by MAX_TAKEOVERS starts in a row that did not stop cleanly are removed
-        from the record instead and left in `poisoned`, for the caller to dead-letter."""
+        Tasks of keys that were in a handler at each of the last `crash_limit` abnormal ends
+        (crash_guard.py) are removed from the record instead and left in `poisoned`, for the
+        caller to set aside."""
         try:
             raw = {str(f): str(v) for f, v in (await self.db.redis.hgetall(self.record)).items()}
         except ResponseError as exc:
@@ -158,36 +160,56 @@ class ReliablePop:
             await set_aside(self.db, self.record, "wrong-type", str(exc))
             raw = {}
         last_seq, batches, problems = self._read_record(raw)
-        if problems:
-            await set_aside(self.db, self.record, "malformed", "; ".join(problems))
+        aside, guard_problems = self.guard.judge(raw)
+        if problems or guard_problems:
+            await set_aside(self.db, self.record, "malformed", "; ".join(problems + guard_problems))
             fields = [x for seq, _tasks in batches for x in (str(seq), raw[str(seq)])]
             await self.db.redis.hset(self.record, items=[SEQ_FIELD, str(last_seq), *fields])
+        elif OLD_TAKEOVERS_FIELD in raw:
+            await self.db.redis.hdel(self.record, OLD_TAKEOVERS_FIELD)
         self.last_seq = last_seq
-        if batches:
-            starts = int(await self.db.redis.hincrby(self.record, TAKEOVERS_FIELD, 1))
-            self._counting_takeovers = True
-            if starts > MAX_TAKEOVERS:
-                self.poisoned, batches = batches, []
-                await self.db.redis.hdel(self.record, TAKEOVERS_FIELD, *(str(b.seq) for b in self.poisoned))
+        if aside:
+            batches = await self._remove_keys(batches, aside)
+        await self.guard.started()
         self._kept.extend(b.seq for b in batches)
         if batches:
             self._progress.set()
         self.start()
         return batches
 
+    async def _remove_keys(self, batches: list[Batch], keys: set[str]) -> list[Batch]:
+        """The batches without the tasks of `keys`, which go to `poisoned` (and to the record's
+        dead-letter list, with the reason); the record is rewritten to match."""
+        kept: list[Batch] = []
+        for batch in batches:
+            tasks = [t for t in batch.tasks if t.key not in keys]
+            if len(tasks) == len(batch.tasks):
+                kept.append(batch)
+                continue
+            self.poisoned += [t for t in batch.tasks if t.key in keys]
+            if tasks:
+                await self.db.redis.hset(self.record, str(batch.seq), self._encode(tasks))
+                kept.append(Batch(batch.seq, tasks))
+            else:
+                await self.db.redis.hdel(self.record, str(batch.seq))
+        if self.poisoned:
+            reason = crash_reason(self.guard.limit)
+            records = [json.dumps({"key": t.key, "op": t.op, "value": json.dumps(t.fvs, ensure_ascii=False),
+                                   "reason": reason}, ensure_ascii=False) for t in self.poisoned]
+            await self.db.redis.rpush(self.dead, *records)
+            await self.db.redis.ltrim(self.dead, -DEAD_CAP, -1)
+        return kept
+
     def _read_record(self, raw: dict[str, str]) -> tuple[int, list[Batch], list[str]]:
         """The record's last sequence number, its readable batches in order, and what is wrong."""
         problems: list[str] = []
         seq_text = raw.get(SEQ_FIELD) or "0"
-        takeovers = raw.get(TAKEOVERS_FIELD, "0")
-        if not _is_seq(takeovers):
-            problems.append(f"{TAKEOVERS_FIELD} is {takeovers[:40]!r}, not a count")
         last_seq = int(seq_text) if _is_seq(seq_text) else 0
         if not _is_seq(seq_text):
             problems.append(f"{SEQ_FIELD} is {seq_text[:40]!r}, not a sequence number")
         batches: list[Batch] = []
         for field, value in raw.items():
-            if field in (SEQ_FIELD, TAKEOVERS_FIELD):
+            if field in _NOT_BATCHES:
                 continue
             if not _is_seq(field):
                 problems.append(f"field {field[:40]!r} is not a batch number")
@@ -370,17 +392,12 @@ class ReliablePop:
         drop: list[int] = []
         while kept and kept[0] < limit:
             drop.append(kept.popleft())
-        if self._counting_takeovers and not kept:
-            drop_fields = [*map(str, drop), TAKEOVERS_FIELD]  # what was taken over is done: no poison
-        else:
-            drop_fields = [*map(str, drop)]
-        if drop_fields:
+        if drop:
             try:
-                await self.db.redis.hdel(self.record, *drop_fields)
+                await self.db.redis.hdel(self.record, *map(str, drop))
             except BaseException:
                 kept.extendleft(reversed(drop))  # removing them again is harmless
                 raise
-            self._counting_takeovers = self._counting_takeovers and bool(kept)
         if len(kept) > self.compact_after:
             await self._compact()
 
@@ -408,7 +425,7 @@ class ReliablePop:
         if self._kept:
             await self._compact()
         if clean:
-            await self.db.redis.hdel(self.record, TAKEOVERS_FIELD)
+            await self.guard.stopped_cleanly()
 
     async def close(self, timeout: float, *, clean: bool = True) -> None:
         """Remove what is finished (bounded by `timeout`) and stop the clearing task. The tasks not
@@ -428,6 +445,13 @@ class ReliablePop:
         except (RedisError, OSError, TimeoutError) as exc:
             log.warning("in-flight record not cleared; the next start hands its batches over again",
                         db=self.db.name, table=self.table, error=str(exc))
+        await self.guard.close()
+
+
+def crash_reason(limit: int) -> str:
+    """Why take_over() set a task aside."""
+    return (f"in a handler when each of the last {limit} runs ended abnormally (crashed, killed or "
+            "stalled): it may be what ends the daemon")
 
 
 def _is_seq(text: str) -> bool:

@@ -5,8 +5,8 @@ failed, timed out or Retry) for the table's `stall_after` seconds: a handler tha
 watchdog's cancellation, a handler_timeout longer than stall_after, a worker that missed its
 wake-up. The daemon then reports it as it reports a dead worker: /health 503 naming the table,
 `swssd_ready` 0, `swssd_table_stalled` 1, `swssd status` unhealthy, no WATCHDOG=1 (so systemd
-restarts it; the task taken over is set aside after MAX_TAKEOVERS such starts). It is healthy
-again as soon as a handler call ends.
+restarts it; the task in the handler is set aside after set_aside_after_crashes such ends,
+crash_guard.py). It is healthy again as soon as a handler call ends.
 
 Not stalled: a slow handler that finishes tasks (each end is progress), a table with nothing
 pending, and a worker asleep until a known time, as tasks waiting for their backoff or for

@@ -26,7 +26,7 @@ from .config import Config
 from .databases import Databases
 from .lease import InstanceInUseError, InstanceLease
 from .orch import connector_key
-from .reliable_pop import MAX_TAKEOVERS, ReliablePop
+from .reliable_pop import ReliablePop, crash_reason
 from .worker import OrchRuntime, TableWorker
 
 log = structlog.get_logger("swssd.daemon")
@@ -128,7 +128,8 @@ def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
 
 async def take_over(worker: TableWorker, source: ReliablePop) -> None:
     """Before anything is popped or reconciled: the tasks an earlier run left in flight; those
-    taken over by too many starts in a row that crashed are dead-lettered instead."""
+    that were in a handler when each of the last runs ended abnormally are set aside instead
+    (dead-lettered, and kept on the table's dead-letter list in Redis)."""
     try:
         batches = await source.take_over()
     except ResponseError as exc:
@@ -142,12 +143,10 @@ async def take_over(worker: TableWorker, source: ReliablePop) -> None:
         log.warning("in-flight tasks taken over from the last run; they run first", db=worker.db_name,
                     table=worker.table, batches=len(batches), tasks=len(worker.pending))
     if poisoned := source.poisoned:
-        reason = (f"handed over again by the last {MAX_TAKEOVERS} starts, which crashed or were killed "
-                  "before it was done: it may be what crashes the daemon")
-        tasks = [task for batch in poisoned for task in batch.tasks]
-        log.error("in-flight tasks set aside: " + reason, db=worker.db_name, table=worker.table, tasks=len(tasks),
-                  keys=[t.key[:KEY_EXCERPT] for t in tasks[:10]])
-        for task in tasks:
+        reason = crash_reason(source.guard.limit)
+        log.error("in-flight tasks set aside: " + reason, db=worker.db_name, table=worker.table,
+                  tasks=len(poisoned), keys=[t.key[:KEY_EXCERPT] for t in poisoned[:10]], kept_in=source.dead)
+        for task in poisoned:
             worker.dead_letter(task, reason)
 
 
@@ -158,11 +157,17 @@ async def reconcile(worker: TableWorker, db: DBConnector) -> None:
     table's prefix that are not hashes are skipped, in one log line."""
     entries = skipped = 0
     first_skipped = ""
+    aside = worker.guard.aside if worker.guard is not None else set()
     async for chunk in scan_table(db, worker.table, RECONCILE_CHUNK):
         if chunk.not_hashes:
             skipped += len(chunk.not_hashes)
             first_skipped = first_skipped or chunk.not_hashes[0]
         found = {key: fvs for key, fvs in chunk.entries.items() if fvs}
+        for key in aside.intersection(found):  # set aside at this start: not run again from the table
+            task = KeyOpFieldsValues(key, SET_COMMAND, found.pop(key))
+            log.error("reconcile: entry set aside, its key was in a handler at the last crashes",
+                      db=worker.db_name, table=worker.table, key=key[:KEY_EXCERPT])
+            worker.dead_letter(task, "reconcile: " + crash_reason(worker.guard.limit))  # type: ignore[union-attr]
         await worker.wait_for_room()
         worker.pending.add_many(KeyOpFieldsValues(key, SET_COMMAND, found[key]) for key in sorted(found))
         worker.wake()

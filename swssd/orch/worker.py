@@ -25,6 +25,7 @@ from ..fields import KeyOpFieldsValues
 from ..ops.metrics import LATENCY_BUCKETS
 from ..redis.connector import DBConnector
 from .config import DEFAULT_STALL_AFTER, RetryConfig, TableKind
+from .crash_guard import WINDOW, CrashGuard
 from .orch import Orch, Retry
 from .pending import Entry, Merge, PendingMap
 from .stall import ProgressClock
@@ -161,6 +162,8 @@ class TableWorker:
         self.paused = False
         #: called after a pass that finished tasks (the reliable pop clears its record then)
         self.on_progress: Callable[[], None] = _nothing
+        #: state and queue tables: records which keys are in a handler (crash_guard.py)
+        self.guard: CrashGuard | None = None
         self._wakeup = asyncio.Event()
         #: set while the pending map is below its limit (what reconcile waits for)
         self._room = asyncio.Event()
@@ -190,6 +193,11 @@ class TableWorker:
     def without_progress(self) -> float:
         """Seconds this table has had work due and no handler call ended (0 with nothing pending)."""
         return self.clock.without_progress() if self.pending_count and self.alive else 0.0
+
+    @property
+    def deaf(self) -> bool:
+        """Whether Redis does not publish the keyspace events this (subscriber) table follows."""
+        return isinstance(self.consumer, SubscriberStateTable) and self.consumer.keyspace_events is False
 
     @property
     def stalled(self) -> bool:
@@ -312,12 +320,15 @@ class TableWorker:
         time = self._loop.time
         pending = self.pending
         batch = self.orch.handles_batches
+        guard = self.guard
+        marked_to = 0  # the snapshot's keys before this index are marked in a handler
         heads: list[Entry] = []
         self._next_at = None
         self.retry_waiting = 0
         again = False
         done = 0
-        for key, entries in pending.snapshot():
+        snapshot = pending.snapshot()
+        for i, (key, entries) in enumerate(snapshot):
             for _ in range(2):  # a DEL, then the SET pending behind it
                 if not entries:
                     break
@@ -328,15 +339,39 @@ class TableWorker:
                     self._runs_again_at(entry)
                     self.retry_waiting += entry.retry_epoch is not None
                     break
+                alone = guard is not None and key in guard.blamed
+                if guard is not None and (alone or i >= marked_to):
+                    # Before the handler: what was in it when the daemon ends (crash_guard.py).
+                    if alone:
+                        if heads:  # a blamed key runs alone: what was gathered runs first
+                            done += len(heads)
+                            again |= await self._run_batch(heads)
+                            heads = []
+                        await guard.mark([str(key)])
+                        marked_to = 0
+                    else:
+                        # Without blamed keys: those are named only while their own handler runs,
+                        # so a window cannot blame them again for a kill that came before they ran.
+                        marked_to = i + WINDOW
+                        blamed = guard.blamed
+                        await guard.mark([*(h.task.key for h in heads),
+                                          *(str(k) for k, _ in snapshot[i:marked_to] if k not in blamed)])
+                    entry = entries[0]  # a DEL popped meanwhile replaced what was pending
                 pending.take(key)
-                if batch:
+                if batch and not alone:
                     heads.append(entry)
                     if len(heads) >= self.orch.batch_size:
                         done += len(heads)
                         again |= await self._run_batch(heads)
                         heads = []
                     break
-                ok = await self._run_one(entry)
+                ok = await (self._run_batch([entry]) if batch else self._run_one(entry))
+                if alone and guard is not None:
+                    await guard.returned(str(key))
+                    if batch:
+                        done += 1
+                        again |= key in pending
+                        break
                 done += 1
                 if done % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)
@@ -520,7 +555,9 @@ def make_consumer(
     `zmq_server` receives for them (kept in memory only: at most once, as in C++), the server
     reading no further while `pending_limit` of them wait to be popped."""
     if kind == "subscriber":
-        return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events)
+        # Not raising when deaf: the daemon says so in /health and the log, and reads on.
+        return SubscriberStateTable(db, table, pop_batch_size, priority, enable_keyspace_events=enable_keyspace_events,
+                                    raise_when_deaf=False)
     if kind == "notification":
         return NotificationConsumer(db, table, pop_batch_size, priority)
     if kind == "zmq":

@@ -112,6 +112,8 @@ def parse(text: str) -> Snapshot:
                     row["latency_count"] = sample.value
                 elif name == "table_stalled":
                     row["stalled"] = sample.value
+                elif name == "table_deaf":
+                    row["deaf"] = sample.value
             elif "timer" in sample.labels:
                 column = name.removeprefix("timer_").removesuffix("_total")
                 snap.timers[(sample.labels.get("orch", ""), sample.labels["timer"])][column] = sample.value
@@ -141,6 +143,10 @@ def problems(snap: Snapshot, max_lag: float, max_silence: float, now: float | No
         found.append("timer stalled (one call has gone on past its stall_after): " + ", ".join(stuck))
     if not ready and not stalled and not stuck:
         found.append("not ready (still starting or stopping)")
+    deaf = [f"{db} {table}" for (db, table), row in sorted(snap.tables.items()) if row.get("deaf", 0.0) >= 1.0]
+    if deaf:
+        found.append("keyspace events off, no change seen (set notify-keyspace-events AKE in Redis, or "
+                     "[daemon] enable_keyspace_events = true): " + ", ".join(deaf))
     lag = snap.scalars.get("loop_lag_seconds", 0.0)
     if lag > max_lag:
         found.append(f"event loop lagging {lag:.3f}s")
