@@ -1,0 +1,121 @@
+"""The blocking layer's workload, a process of its own (signal handlers run in a main thread):
+swssd.compat.swsscommon calls with a short timeout against the campaign's Redis, some of them
+interrupted by a SIGALRM whose handler raises, while the campaign pauses, kills and restarts Redis.
+
+Every key holds a value naming it (`BLK:s3` = "s3"), so a reply meant for another call is seen:
+a value naming another key, or the wrong type. A missing key (a wiped Redis) is written again.
+After an error the connection is used again, as a program would (the C++ binding then raises
+until it is replaced); after 5 errors in a row it is replaced.
+
+    python -m campaign.blocking_client --port 6379 --seed 1 --seconds 5   (PYTHONPATH=tests)
+
+prints one JSON line: calls, ok, errors, interrupts, wrong (replies to the wrong call), examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sys
+import time
+from typing import Any
+
+KEYS = 8
+
+
+class Interrupted(Exception):
+    """What the SIGALRM handler raises inside a call."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Interrupted
+
+
+def _connect(port: int, timeout_ms: int) -> Any:
+    from swssd.compat.swsscommon import DBConnector
+
+    while True:
+        try:
+            return DBConnector(0, "127.0.0.1", port, timeout_ms)
+        except Exception:
+            time.sleep(0.05)
+
+
+def _expected(op: str, i: int) -> tuple[Any, ...]:
+    """The replies a call may rightly get: its key's value, or nothing (a wiped Redis)."""
+    return {"get": (f"s{i}", None), "hget": (f"h{i}", None), "hgetall": ({"f": f"h{i}"}, {}),
+            "blpop": (f"l{i}", None), "exists": (True, False)}[op]
+
+
+def _call(conn: Any, op: str, i: int) -> Any:
+    if op == "get":
+        return conn.get(f"BLK:s{i}")
+    if op == "hget":
+        return conn.hget(f"BLK:h{i}", "f")
+    if op == "hgetall":
+        return dict(conn.hgetall(f"BLK:h{i}"))
+    if op == "blpop":
+        conn.rpush(f"BLK:l{i}", f"l{i}")
+        return conn.blpop(f"BLK:l{i}", 1)
+    return conn.exists(f"BLK:s{i}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--timeout-ms", type=int, default=200)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    signal.signal(signal.SIGALRM, _alarm)
+    stats: dict[str, Any] = {"calls": 0, "ok": 0, "errors": 0, "interrupts": 0, "wrong": 0, "examples": []}
+    conn = _connect(args.port, args.timeout_ms)
+    in_a_row = 0
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline:
+        op, i = rng.choice(("get", "hget", "hgetall", "blpop", "exists")), rng.randrange(KEYS)
+        interrupt = rng.random() < 0.2
+        stats["calls"] += 1
+        try:
+            try:
+                if interrupt:
+                    signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0001, 0.005))
+                reply = _call(conn, op, i)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except Interrupted:
+            stats["interrupts"] += 1
+            in_a_row += 1
+        except Exception:
+            stats["errors"] += 1
+            in_a_row += 1
+        else:
+            in_a_row = 0
+            if reply in _expected(op, i):
+                stats["ok"] += 1
+            else:
+                stats["wrong"] += 1
+                if len(stats["examples"]) < 5:
+                    stats["examples"].append(f"{op} {i} -> {reply!r}")
+            if reply in (None, {}, False):
+                try:
+                    conn.set(f"BLK:s{i}", f"s{i}")
+                    conn.hset(f"BLK:h{i}", "f", f"h{i}")
+                except (Exception, Interrupted):
+                    in_a_row += 1
+        if in_a_row >= 5:
+            try:
+                conn.close()
+            except (Exception, Interrupted):
+                pass
+            conn = _connect(args.port, args.timeout_ms)
+            in_a_row = 0
+    print(json.dumps(stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
