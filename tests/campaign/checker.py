@@ -3,7 +3,8 @@
 - state and queue tables (at-least-once): the handlers' folded view equals the producers' truth
   (nothing lost, no stale field or key after a DEL, nothing mismatched); the Redis table of the
   state table equals it too.
-- subscriber table: the handlers' view (each SET the whole entry) equals what Redis holds.
+- subscriber table: the last daemon process's view (each SET the whole entry; a start delivers
+  every existing entry, no DEL for what was deleted while no daemon ran) equals what Redis holds.
 - every kind: no handled value that was never written for that key and field; within one daemon
   process, no field's value older than one already handled (nothing reordered).
 - notification and zmq (at-most-once): no value handled twice, and the probes sent after the
