@@ -15,6 +15,7 @@ prints one JSON line: calls, ok, errors, interrupts, wrong (replies to the wrong
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import signal
@@ -107,10 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                 except (Exception, Interrupted):
                     in_a_row += 1
         if in_a_row >= 5:
-            try:
+            with contextlib.suppress(Exception, Interrupted):
                 conn.close()
-            except (Exception, Interrupted):
-                pass
             conn = _connect(args.port, args.timeout_ms)
             in_a_row = 0
     print(json.dumps(stats))

@@ -92,7 +92,7 @@ def check_values(kind: str, table: str, processes: list[list[Record]], model: Mo
     counts: Counter[tuple[str, str, str]] = Counter()
     for records in processes:
         last: dict[tuple[str, str], int] = {}
-        for _, key, op, fvs in records:
+        for _, key, _op, fvs in records:
             for f, v in fvs:
                 if not model.was_written(table, key, f, v):
                     unknown.append(f"{key} {f}={v}")

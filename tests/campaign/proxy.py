@@ -48,7 +48,8 @@ class FaultProxy:
             return
         self.connections += 1
         self._writers |= {writer, up_writer}
-        pumps = [asyncio.ensure_future(self._pump(reader, up_writer)), asyncio.ensure_future(self._pump(up_reader, writer))]
+        pumps = [asyncio.ensure_future(self._pump(reader, up_writer)),
+                 asyncio.ensure_future(self._pump(up_reader, writer))]
         await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
         for pump in pumps:
             pump.cancel()

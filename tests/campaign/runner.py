@@ -16,7 +16,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -383,7 +382,8 @@ class Run:
             self.zmq = ZmqProducerStateTable(self.appl, ZMQ, self.zmq_client, db_persistence=False)
             self.producers[ZMQ] = self.zmq
             await asyncio.to_thread(self.start_daemon)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")])))
+            path = os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))
+            env = dict(os.environ, PYTHONPATH=path)
             blocking = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "campaign.blocking_client", "--port", str(self.redis.port),
                 "--seed", str(self.schedule.seed), "--seconds", str(self.schedule.seconds + 1),
