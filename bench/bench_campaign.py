@@ -1,6 +1,7 @@
 """The long fault campaign (issue 34): hundreds of seeded schedules, one command.
 
-    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--keep DIR]
+    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--kinds ...]
+        [--no-blocking] [--keep DIR]
 
 Each seed is one run of tests/campaign (this file adds tests/ to sys.path): a private redis-server,
 the fault proxy, `swssd run` with the campaign's mirror plugin on a state, queue, subscriber,
@@ -28,14 +29,14 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
 
-from campaign import Result, generate, run_schedule  # noqa: E402
-from campaign.__main__ import parse_seeds, report, summary  # noqa: E402
+from campaign import FAULT_KINDS, Result, generate, run_schedule  # noqa: E402
+from campaign.__main__ import parse_kinds, parse_seeds, report, summary  # noqa: E402
 
 
-def one(seed: int, seconds: float, keep: str | None) -> Result:
+def one(seed: int, seconds: float, kinds: tuple[str, ...], blocking: bool, keep: str | None) -> Result:
     with tempfile.TemporaryDirectory(prefix="swssd-campaign-") as tmp:
         where = Path(keep) / f"seed{seed}" if keep else Path(tmp)
-        return run_schedule(generate(seed, seconds), where)
+        return run_schedule(generate(seed, seconds, kinds=kinds, blocking=blocking), where)
 
 
 def what(anomaly: str) -> str:
@@ -51,12 +52,15 @@ def main() -> int:
     parser.add_argument("--seeds", type=parse_seeds, default=parse_seeds("0-299"))
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--kinds", type=parse_kinds, default=FAULT_KINDS,
+                        help="fault kinds to draw from (comma-separated; -a,-b: all but those)")
+    parser.add_argument("--no-blocking", dest="blocking", action="store_false")
     parser.add_argument("--keep", default=None, help="keep each run's logs and records under this directory")
     args = parser.parse_args()
     began = time.monotonic()
     results: list[Result] = []
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(one, seed, args.seconds, args.keep) for seed in args.seeds]
+        futures = [pool.submit(one, seed, args.seconds, args.kinds, args.blocking, args.keep) for seed in args.seeds]
         for future in futures:
             result = future.result()
             print(report(result), flush=True)

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from .runner import Result, run_schedule
-from .schedule import generate
+from .schedule import FAULT_KINDS, generate
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -20,6 +20,17 @@ def parse_seeds(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out += range(int(lo), int(hi or lo) + 1)
     return out
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """Comma-separated fault kinds; `-redis_wipe,-notify_off` means all but those."""
+    names = [k for k in text.split(",") if k]
+    if names and all(k.startswith("-") for k in names):
+        names = [k for k in FAULT_KINDS if f"-{k}" not in names]
+    unknown = sorted(set(names) - set(FAULT_KINDS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
+    return tuple(names)
 
 
 def summary(results: list[Result]) -> str:
@@ -53,13 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=parse_seeds, default=[0], help="7, 0-19 or 1,5,9")
     parser.add_argument("--seconds", type=float, default=5.0, help="how long the faults and the writes last")
     parser.add_argument("--settle", type=float, default=30.0, help="how long the quiet phase may wait")
+    parser.add_argument("--kinds", type=parse_kinds, default=FAULT_KINDS,
+                        help="the fault kinds to draw from, comma-separated (default: all)")
+    parser.add_argument("--no-blocking", dest="blocking", action="store_false",
+                        help="without the blocking layer's clients")
     parser.add_argument("--keep", type=Path, default=None, help="keep each run's logs and records here")
     args = parser.parse_args(argv)
     results = []
     for seed in args.seeds:
         with tempfile.TemporaryDirectory(prefix="swssd-campaign-") as tmp:
             where = (args.keep / f"seed{seed}") if args.keep else Path(tmp)
-            result = run_schedule(generate(seed, args.seconds), where, args.settle)
+            schedule = generate(seed, args.seconds, kinds=args.kinds, blocking=args.blocking)
+            result = run_schedule(schedule, where, args.settle)
         print(report(result), flush=True)
         results.append(result)
     print(summary(results))

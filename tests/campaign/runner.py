@@ -31,7 +31,7 @@ from swssd.schema import DATABASES
 
 from .checker import Model, check_values, compare, fold
 from .proxy import FaultProxy
-from .schedule import Schedule
+from .schedule import FAULT_KINDS, Schedule
 
 STATE, QUEUE, CFG, NTF, ZMQ = "CAMP_STATE", "CAMP_QUEUE", "CAMP_CFG", "CAMP_NTF", "CAMP_ZMQ"
 KINDS = {STATE: "state", QUEUE: "queue", CFG: "subscriber", NTF: "notification", ZMQ: "zmq"}
@@ -52,7 +52,10 @@ class Result:
     seconds: float = 0.0
 
     def replay_command(self) -> str:
-        return f"PYTHONPATH=tests python -m campaign --seed {self.schedule.seed} --seconds {self.schedule.seconds:g}"
+        s = self.schedule
+        extra = "" if s.kinds == FAULT_KINDS else f" --kinds {','.join(s.kinds)}"
+        extra += "" if s.blocking else " --no-blocking"
+        return f"PYTHONPATH=tests python -m campaign --seed {s.seed} --seconds {s.seconds:g}{extra}"
 
 
 class Run:
@@ -384,14 +387,16 @@ class Run:
             await asyncio.to_thread(self.start_daemon)
             path = os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))
             env = dict(os.environ, PYTHONPATH=path)
-            blocking = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "campaign.blocking_client", "--port", str(self.redis.port),
-                "--seed", str(self.schedule.seed), "--seconds", str(self.schedule.seconds + 1),
-                stdout=asyncio.subprocess.PIPE, env=env,
-            )
+            if self.schedule.blocking:
+                blocking = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "campaign.blocking_client", "--port", str(self.redis.port),
+                    "--seed", str(self.schedule.seed), "--seconds", str(self.schedule.seconds + 1),
+                    stdout=asyncio.subprocess.PIPE, env=env,
+                )
             await asyncio.gather(self.produce(), self.faults())
-            out, _ = await asyncio.wait_for(blocking.communicate(), 60)
-            self.result.blocking = json.loads(out.decode().strip().splitlines()[-1])
+            if blocking is not None:
+                out, _ = await asyncio.wait_for(blocking.communicate(), 60)
+                self.result.blocking = json.loads(out.decode().strip().splitlines()[-1])
             await self.settle(settle_timeout)
             daemon = self.daemon
             daemon.signal(signal.SIGTERM)

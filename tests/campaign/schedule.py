@@ -53,6 +53,9 @@ class Schedule:
     seconds: float
     faults: tuple[Fault, ...]
     handler: HandlerFaults = field(default_factory=HandlerFaults)
+    #: the kinds this schedule was drawn from, and whether the blocking layer's clients run
+    kinds: tuple[str, ...] = FAULT_KINDS
+    blocking: bool = True
 
     def describe(self) -> str:
         faults = ", ".join(f"{f.at:.1f}s {f.kind}" + (f" {f.length:.1f}s" if f.length else "") for f in self.faults)
@@ -67,7 +70,7 @@ TIMED = {"daemon_stop_cont": (0.3, 2.5), "client_pause": (0.2, 1.2), "proxy_dela
 
 
 def generate(seed: int, seconds: float = 5.0, faults: tuple[int, int] = (2, 4),
-             kinds: tuple[str, ...] = FAULT_KINDS) -> Schedule:
+             kinds: tuple[str, ...] = FAULT_KINDS, blocking: bool = True) -> Schedule:
     """The schedule of `seed`: `faults` (min, max) faults within the first `seconds`, one of them
     always `kinds[seed % len(kinds)]` so consecutive seeds cover every kind."""
     rng = random.Random(seed)
@@ -81,4 +84,4 @@ def generate(seed: int, seconds: float = 5.0, faults: tuple[int, int] = (2, 4),
         slow_rate=rng.choice((0.0, 0.01, 0.05)), slow_seconds=round(rng.uniform(0.02, 0.2), 3),
         retry_rate=rng.choice((0.0, 0.02, 0.1)), fail_rate=rng.choice((0.0, 0.02, 0.05)),
     )
-    return Schedule(seed, seconds, out, handler)
+    return Schedule(seed, seconds, out, handler, kinds, blocking)
