@@ -68,8 +68,8 @@ def main() -> int:
     print(f"\n{summary(results)}\nwall time: {time.monotonic() - began:.0f} s")
     seeds: dict[str, list[int]] = defaultdict(list)
     for r in results:
-        for a in r.anomalies:
-            seeds[what(a)].append(r.schedule.seed)
+        for kind in dict.fromkeys(what(a) for a in r.anomalies):
+            seeds[kind].append(r.schedule.seed)
     counts = Counter({k: len(v) for k, v in seeds.items()})
     for kind, n in counts.most_common():
         print(f"  {n:4d} runs: {kind}  (seeds {', '.join(map(str, seeds[kind][:10]))}{' ...' if n > 10 else ''})")

@@ -53,7 +53,8 @@ class Result:
 
     def replay_command(self) -> str:
         s = self.schedule
-        extra = "" if s.kinds == FAULT_KINDS else f" --kinds {','.join(s.kinds)}"
+        left_out = [k for k in FAULT_KINDS if k not in s.kinds]
+        extra = "" if not left_out else f" --kinds={','.join('-' + k for k in left_out)}"
         extra += "" if s.blocking else " --no-blocking"
         return f"PYTHONPATH=tests python -m campaign --seed {s.seed} --seconds {s.seconds:g}{extra}"
 
