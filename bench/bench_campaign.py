@@ -1,7 +1,7 @@
 """The long fault campaign (issue 34): hundreds of seeded schedules, one command.
 
-    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--kinds ...]
-        [--no-blocking] [--keep DIR]
+    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--minutes M]
+        [--kinds ...] [--no-blocking] [--keep DIR]
 
 Each seed is one run of tests/campaign (this file adds tests/ to sys.path): a private redis-server,
 the fault proxy, `swssd run` with the campaign's mirror plugin on a state, queue, subscriber,
@@ -9,7 +9,8 @@ notification and zmq table, the producers and the blocking layer's clients, 2-4 
 seed's schedule, a quiet phase, the checker. Prints a line per seed, then: schedules run, faults
 injected (per kind), changes written and handled changes checked, blocking calls checked, anomalies
 found (grouped by what they are, with the seeds showing each) and the command replaying each
-failing seed. --jobs runs that many seeds at once (each its own Redis and daemon).
+failing seed. --jobs runs that many seeds at once (each its own Redis and daemon); --minutes
+starts no seed after that long (the summary covers the seeds run).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -54,17 +55,29 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--kinds", type=parse_kinds, default=FAULT_KINDS,
                         help="fault kinds to draw from (comma-separated; -a,-b: all but those)")
+    parser.add_argument("--minutes", type=float, default=float("inf"), help="start no seed after this")
     parser.add_argument("--no-blocking", dest="blocking", action="store_false")
     parser.add_argument("--keep", default=None, help="keep each run's logs and records under this directory")
     args = parser.parse_args()
     began = time.monotonic()
     results: list[Result] = []
+    todo = list(args.seeds)
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(one, seed, args.seconds, args.kinds, args.blocking, args.keep) for seed in args.seeds]
-        for future in futures:
-            result = future.result()
-            print(report(result), flush=True)
-            results.append(result)
+        running: dict[Future[Result], int] = {}
+        while todo or running:
+            while todo and len(running) < args.jobs and time.monotonic() - began < args.minutes * 60:
+                seed = todo.pop(0)
+                running[pool.submit(one, seed, args.seconds, args.kinds, args.blocking, args.keep)] = seed
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                del running[future]
+                result = future.result()
+                print(report(result), flush=True)
+                results.append(result)
+    if todo:
+        print(f"time budget of {args.minutes:g} min spent: {len(todo)} seeds not run (from {todo[0]})")
     print(f"\n{summary(results)}\nwall time: {time.monotonic() - began:.0f} s")
     seeds: dict[str, list[int]] = defaultdict(list)
     for r in results:
