@@ -392,6 +392,7 @@ class Run:
                 blocking = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "campaign.blocking_client", "--port", str(self.redis.port),
                     "--seed", str(self.schedule.seed), "--seconds", str(self.schedule.seconds + 1),
+                    "--db-config", str(self.redis.write_database_config(self.tmp / "blocking_db_config.json")),
                     stdout=asyncio.subprocess.PIPE, env=env,
                 )
             await asyncio.gather(self.produce(), self.faults())
