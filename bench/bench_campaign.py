@@ -1,6 +1,6 @@
 """The long fault campaign (issue 34): hundreds of seeded schedules, one command.
 
-    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--minutes M]
+    .venv/bin/python bench/bench_campaign.py [--seeds 0-299] [--seconds 5] [--jobs 2] [--settle 30] [--minutes M]
         [--kinds ...] [--no-blocking] [--keep DIR]
 
 Each seed is one run of tests/campaign (this file adds tests/ to sys.path): a private redis-server,
@@ -34,10 +34,10 @@ from campaign import FAULT_KINDS, Result, generate, run_schedule  # noqa: E402
 from campaign.__main__ import parse_kinds, parse_seeds, report, summary  # noqa: E402
 
 
-def one(seed: int, seconds: float, kinds: tuple[str, ...], blocking: bool, keep: str | None) -> Result:
+def one(seed: int, seconds: float, kinds: tuple[str, ...], blocking: bool, settle: float, keep: str | None) -> Result:
     with tempfile.TemporaryDirectory(prefix="swssd-campaign-") as tmp:
         where = Path(keep) / f"seed{seed}" if keep else Path(tmp)
-        return run_schedule(generate(seed, seconds, kinds=kinds, blocking=blocking), where)
+        return run_schedule(generate(seed, seconds, kinds=kinds, blocking=blocking), where, settle)
 
 
 def what(anomaly: str) -> str:
@@ -55,6 +55,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--kinds", type=parse_kinds, default=FAULT_KINDS,
                         help="fault kinds to draw from (comma-separated; -a,-b: all but those)")
+    parser.add_argument("--settle", type=float, default=30.0, help="longest quiet phase of a run (s)")
     parser.add_argument("--minutes", type=float, default=float("inf"), help="start no seed after this")
     parser.add_argument("--no-blocking", dest="blocking", action="store_false")
     parser.add_argument("--keep", default=None, help="keep each run's logs and records under this directory")
@@ -67,7 +68,7 @@ def main() -> int:
         while todo or running:
             while todo and len(running) < args.jobs and time.monotonic() - began < args.minutes * 60:
                 seed = todo.pop(0)
-                running[pool.submit(one, seed, args.seconds, args.kinds, args.blocking, args.keep)] = seed
+                running[pool.submit(one, seed, args.seconds, args.kinds, args.blocking, args.settle, args.keep)] = seed
             if not running:
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
