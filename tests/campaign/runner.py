@@ -403,9 +403,14 @@ class Run:
             daemon = self.daemon
             daemon.signal(signal.SIGTERM)
             self.exits.append(("SIGTERM", await asyncio.to_thread(daemon.wait, 40)))
-            self.result.changes_written = self.model.changes
             await self.check()
+        except Exception as exc:
+            # a daemon that never got ready, a Redis that would not start: the run's own finding,
+            # reported with its seed like any other, the daemon's last log lines with it
+            tail = self.daemon.log_path.read_text(errors="replace")[-800:] if self.daemons else ""
+            self.result.anomalies.append(f"run aborted: {exc!r:.600}\n{tail}")
         finally:
+            self.result.changes_written = self.model.changes
             if blocking is not None and blocking.returncode is None:
                 blocking.kill()
                 await blocking.wait()
