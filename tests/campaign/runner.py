@@ -393,12 +393,18 @@ class Run:
                     sys.executable, "-m", "campaign.blocking_client", "--port", str(self.redis.port),
                     "--seed", str(self.schedule.seed), "--seconds", str(self.schedule.seconds + 1),
                     "--db-config", str(self.redis.write_database_config(self.tmp / "blocking_db_config.json")),
-                    stdout=asyncio.subprocess.PIPE, env=env,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
                 )
             await asyncio.gather(self.produce(), self.faults())
             if blocking is not None:
-                out, _ = await asyncio.wait_for(blocking.communicate(), 60)
-                self.result.blocking = json.loads(out.decode().strip().splitlines()[-1])
+                out, err = await asyncio.wait_for(blocking.communicate(), 60)
+                if blocking.returncode == 0:
+                    self.result.blocking = json.loads(out.decode().strip().splitlines()[-1])
+                else:
+                    how = (f"signal {signal.Signals(-blocking.returncode).name}" if blocking.returncode < 0
+                           else f"exit {blocking.returncode}")
+                    self.result.anomalies.append(
+                        f"blocking layer: the client process died ({how}): {err.decode(errors='replace')[-600:]}")
             await self.settle(settle_timeout)
             daemon = self.daemon
             daemon.signal(signal.SIGTERM)
