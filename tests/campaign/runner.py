@@ -356,8 +356,11 @@ class Run:
         for name in await self.appl.redis.keys("_SWSSD_DEAD:*"):
             out.append(f"set aside: {await self.appl.redis.llen(name)} entries on {name}")
         for n, daemon in enumerate(self.daemons):
-            for e in [e for e in daemon.logs() if "set aside" in str(e.get("event", ""))]:
-                out.append(f"daemon {n}: {str(e.get('event'))[:160]} ({e.get('table')}, {e.get('tasks')} tasks)")
+            aside: Counter[tuple[str, str]] = Counter()
+            for e in daemon.logs():
+                if "set aside" in str(e.get("event", "")):
+                    aside[(str(e.get("event"))[:160], str(e.get("table")))] += int(e.get("tasks") or 1)
+            out += [f"daemon {n}: {event} ({table}, {tasks} tasks)" for (event, table), tasks in aside.items()]
         crashes = [(how, code) for how, code in self.exits if how != "SIGKILL" and code != 0]
         if crashes:
             out.append(f"daemon exits not 0 after SIGTERM: {crashes}")
