@@ -47,7 +47,16 @@ from .plugins import PluginError
 from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
 from .stall import stalled_tables, watch_stalls
-from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
+from .startup import (
+    bind_zmq_servers,
+    db_names,
+    read_zmq_servers,
+    reconcile,
+    serve_metrics,
+    start_capture,
+    take_leases,
+    take_over,
+)
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
 
 log = structlog.get_logger("swssd.daemon")
@@ -262,6 +271,7 @@ class Daemon:
         for oc, rt in zip(config.orchs, self.runtimes):
             for t in oc.tables:
                 await self._add_table(rt, t)
+        read_zmq_servers(self.zmq_servers)
         await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers if w not in self._reconciling))
         # What start-up built lives as long as the daemon: keep the cyclic GC from scanning it
         # again and again while tasks stream through (BENCHMARKS.md, table library findings).
