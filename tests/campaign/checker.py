@@ -8,7 +8,9 @@
 - every kind: no handled value that was never written for that key and field; within one daemon
   process, no field's value older than one already handled (nothing reordered).
 - notification and zmq (at-most-once): no value handled twice, and the probes sent after the
-  faults arrived (the channel is not deaf).
+  faults arrived (the channel is not deaf); no zmq change for the daemon's own table dropped as
+  unrouted (the runner reads that from the daemon's log, as it reads set-aside lines: nothing
+  may be set aside).
 """
 
 from __future__ import annotations

@@ -361,6 +361,11 @@ class Run:
                 if "set aside" in str(e.get("event", "")):
                     aside[(str(e.get("event"))[:160], str(e.get("table")))] += int(e.get("tasks") or 1)
             out += [f"daemon {n}: {event} ({table}, {tasks} tasks)" for (event, table), tasks in aside.items()]
+            # a zmq change for a table this daemon consumes is never "for a table without consumer"
+            unrouted = [e for e in daemon.events("zmq message for a table without consumer dropped")
+                        if e.get("table") == ZMQ]
+            if unrouted:
+                out.append(f"daemon {n}: zmq changes for its own table {ZMQ} dropped as unrouted at start")
         crashes = [(how, code) for how, code in self.exits if how != "SIGKILL" and code != 0]
         if crashes:
             out.append(f"daemon exits not 0 after SIGTERM: {crashes}")
