@@ -46,12 +46,23 @@ def _connect(port: int, timeout_ms: int) -> Any:
             time.sleep(0.05)
 
 
-def _connect_config_db() -> Any:
-    """A ConfigDBConnector (CONFIG_DB as database_config.json places it, SonicDBConfig loaded)."""
+def _connect_config_db(port: int) -> Any:
+    """A ConfigDBConnector (CONFIG_DB as database_config.json places it, SonicDBConfig loaded).
+
+    Its connect() sets notify-keyspace-events (to KEA, as the C++ one does): after a Redis
+    restart that would turn keyspace events back on for the daemon and hide whether the
+    daemon does so itself. So it sets the value Redis has now instead (a change between the
+    two calls is the small window left)."""
+    import redis
+
+    from swssd.compat.dbinterface import DBInterface
     from swssd.compat.swsscommon import ConfigDBConnector
 
     while True:
         try:
+            with redis.Redis(port=port, socket_timeout=1, decode_responses=True) as admin:
+                events = admin.config_get("notify-keyspace-events")["notify-keyspace-events"]
+            DBInterface.KEYSPACE_EVENTS = events  # this process's own class: what connect() sets
             cdb = ConfigDBConnector()
             cdb.connect(wait_for_init=False)
             return cdb
@@ -94,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     signal.signal(signal.SIGALRM, _alarm)
     stats: dict[str, Any] = {"calls": 0, "ok": 0, "errors": 0, "interrupts": 0, "wrong": 0, "examples": []}
-    conn, cdb = _connect(args.port, args.timeout_ms), _connect_config_db()
+    conn, cdb = _connect(args.port, args.timeout_ms), _connect_config_db(args.port)
     in_a_row = 0
     deadline = time.monotonic() + args.seconds
     while time.monotonic() < deadline:
@@ -134,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 conn.close()
             with contextlib.suppress(Exception, Interrupted):
                 cdb.close()
-            conn, cdb = _connect(args.port, args.timeout_ms), _connect_config_db()
+            conn, cdb = _connect(args.port, args.timeout_ms), _connect_config_db(args.port)
             in_a_row = 0
     print(json.dumps(stats))
     return 0
