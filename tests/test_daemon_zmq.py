@@ -199,3 +199,47 @@ def test_one_zmq_table_has_one_consumer_per_endpoint() -> None:
     config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [a]}, {"plugin": "x:Z", "tables": [b]}]})
     with pytest.raises(ConfigError, match="already consumed"):
         config_from_dict({"orchs": [{"plugin": "x:Y", "tables": [a]}, {"plugin": "x:Z", "tables": [a]}]})
+
+
+async def test_a_change_arriving_while_the_daemon_adds_its_tables_waits_for_its_consumer(
+    clean_redis: EmbeddedRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon binds its zmq servers before it adds its tables (a bad endpoint fails early),
+    and a producer's queue waits for the server (README, The ZMQ channel): what the queue
+    delivers in between must wait for the table's consumer, not be dropped as "for a table
+    without consumer" (found by the fault campaign, tests/campaign: a restarted daemon dropped
+    changes for its own zmq table that its producer had queued while it was down). The window
+    is widened here by a table add that takes its time, as a large take-over does."""
+    from swssd.orch.daemon import Daemon
+    from test_daemon_core import make_config
+
+    records = tmp_path / "records.jsonl"
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    config = make_config(clean_redis.write_database_config(tmp_path / "database_config.json"), [{
+        "plugin": "orch_plugins:RecordingOrch", "options": {"record": str(records)},
+        "tables": [{"db": "APPL_DB", "table": "ZEARLY", "kind": "zmq", "endpoint": endpoint}],
+    }])
+    appl = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    client = ZmqClient(endpoint)
+    producer = ZmqProducerStateTable(appl, "ZEARLY", client, db_persistence=False)
+    await producer.set("queued", [("f", "1")])  # waits in the client's queue: no server yet
+    add_table = Daemon._add_table
+
+    async def slow_add_table(self: Daemon, *args: object) -> None:
+        await asyncio.sleep(1.0)  # the client connects and sends meanwhile
+        await add_table(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Daemon, "_add_table", slow_add_table)
+    daemon = Daemon(config, handle_signals=False)
+    run = asyncio.ensure_future(daemon.run())
+    try:
+        await asyncio.wait_for(daemon.ready.wait(), 20)
+        await asyncio.to_thread(wait_until, lambda: bool(read_records(records)), 10.0)
+        assert read_records(records) == [("ZEARLY", "queued", "SET", [("f", "1")])]
+        assert [s.dropped for s in daemon.zmq_servers.values()] == [0]
+    finally:
+        daemon.stop()
+        assert await asyncio.wait_for(run, 30) == 0
+        await producer.close()
+        client.close()
+        await appl.close()

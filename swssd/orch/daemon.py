@@ -50,7 +50,16 @@ from .reliable_pop import Batch, ReliablePop
 from .shutdown import STOP_HOOK_TIMEOUT, close_zmq, finish_workers, report_left, stop_plugins
 from .sonic_tables import sonic_table_warnings
 from .stall import stalled_tables, watch_stalls
-from .startup import bind_zmq_servers, db_names, reconcile, serve_metrics, start_capture, take_leases, take_over
+from .startup import (
+    bind_zmq_servers,
+    db_names,
+    read_zmq_servers,
+    reconcile,
+    serve_metrics,
+    start_capture,
+    take_leases,
+    take_over,
+)
 from .timers import TimerRun, Timers, resolve_timers
 from .warm_restart import WarmRestart
 from .worker import DeadLetterHook, OrchRuntime, TableWorker, make_consumer
@@ -289,6 +298,7 @@ class Daemon:
         for oc, rt in zip(config.orchs, self.runtimes):
             for t in oc.tables:
                 await self._add_table(rt, t)
+        read_zmq_servers(self.zmq_servers)
         await asyncio.gather(*(self.select.add(w.consumer) for w in self.workers if w not in self._reconciling))
         if self.warm is not None:
             await self.warm.started(self.runtimes, self._start_worker, self._worker_done)

@@ -93,11 +93,18 @@ async def take_leases(
             leases.append(lease)
 
 
+#: What holds a bound server's reading while the tables are added (ZmqServer.hold): a change a
+#: producer queued while the daemon was away must wait for its table's consumer, not be
+#: dropped as "for a table without consumer" because it came in between.
+ADDING_TABLES = object()
+
+
 def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
     """A ZmqServer per endpoint, bound before any table is added: an endpoint that cannot be
     bound (in use, a bad address, an ipc path a live server holds or that is not a socket) is
     one line naming the field, not a half-started daemon. Those bound before a failure are in
-    `servers`, for shutdown to close.
+    `servers`, for shutdown to close. Each reads nothing until read_zmq_servers(), once the
+    tables are added.
 
     Each server's peers are bounded by [daemon] zmq_max_peers and by its share of the
     descriptors left once some are kept for Redis, metrics and the log (the soft descriptor
@@ -124,6 +131,13 @@ def bind_zmq_servers(config: Config, servers: dict[str, ZmqServer]) -> None:
                 raise ConfigError(
                     config.path, f"orchs.{i}.tables.{j}.endpoint", f"cannot bind {t.endpoint}: {exc.strerror}"
                 ) from None
+            servers[t.endpoint].hold(ADDING_TABLES)
+
+
+def read_zmq_servers(servers: dict[str, ZmqServer]) -> None:
+    """Every table is added: the servers bound by bind_zmq_servers() may read."""
+    for server in servers.values():
+        server.unhold(ADDING_TABLES)
 
 
 async def take_over(worker: TableWorker, source: ReliablePop) -> None:
