@@ -23,8 +23,8 @@ _SCHEMA = (
     " rotation INT, file INT, block BIGINT, line BIGINT, dead_letter BOOLEAN, kind STRING"
 )
 _EVENTS = [
-    "host", "db", "`table`", "`key`", "op", "fvs", "timestamp_micros(us) AS ts", "dead_letter", "kind",
-    "'test' AS source",
+    "host", "db", "`table`", "`key`", "op", "fvs", "timestamp_micros(us) AS ts", "dead_letter",
+    "CAST(NULL AS STRING) AS dl_reason", "kind", "'test' AS source",
     "named_struct('ts', timestamp_micros(us), 'rotation', rotation, 'file', file, 'block', block, 'line', line) AS ord",
 ]
 
