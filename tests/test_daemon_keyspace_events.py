@@ -12,6 +12,7 @@ import contextlib
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,9 +111,12 @@ def test_without_the_option_a_deaf_table_is_unhealthy_not_silent(server: Embedde
         status = swssd("status", "--metrics-url", f"127.0.0.1:{port}")
         assert status.returncode == 1 and "keyspace events off" in status.stdout and "KS" in status.stdout, (
             status.stdout)
-        (line, *_) = daemon.wait_for_log(
-            next(e["event"] for e in daemon.logs() if str(e.get("event", "")).startswith("subscriber table deaf")))
-        assert line["table"] == "KS"
+        # the line comes from the health watch's next look (every health_interval), maybe after /health's 503
+        def deaf_lines() -> list[dict[str, Any]]:
+            return [e for e in daemon.logs() if str(e.get("event", "")).startswith("subscriber table deaf")]
+
+        assert wait_until(lambda: bool(deaf_lines()), 20), daemon.log_path.read_text()[-3000:]
+        assert deaf_lines()[0]["table"] == "KS"
         # Fixed in Redis: healthy again, and what changed while deaf is read.
         client = redis.Redis(port=server.port, db=CONFIG_DB)
         client.hset("KS|while_deaf", "f", "1")

@@ -320,6 +320,7 @@ class TableWorker:
         time = self._loop.time
         pending = self.pending
         batch = self.orch.handles_batches
+        handled = self.stats.handled
         guard = self.guard
         marked_to = 0  # the snapshot's keys before this index are marked in a handler
         heads: list[Entry] = []
@@ -393,6 +394,11 @@ class TableWorker:
             self._room.set()
         if done:
             self.on_progress()
+        if self.stats.handled != handled:
+            # What was just handled may be what a Retry waits for: tasks waiting on one run again
+            # now, as orchagent runs every consumer after a doTask. (Waking them when the data is
+            # popped is too early: their handler can then run before this one.)
+            self.runtime.new_data()
         if again:
             return 0.0
         return self._next_at if pending else None
