@@ -12,9 +12,9 @@ import contextlib
 import time
 import urllib.error
 import urllib.request
-from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
