@@ -326,7 +326,8 @@ def test_mkdocs_serve_serves_the_site(block: Block, tmp_path: Path) -> None:
     with log.open("wb") as sink:
         server = subprocess.Popen([str(Path(sys.executable).parent / "mkdocs"), *words[1:], "--dev-addr",
                                    f"127.0.0.1:{port}"], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
-                                  env={**clean_env(), "NO_MKDOCS_2_WARNING": "1"})
+                                  # its build directory under the test's own (terminated, it leaves it behind)
+                                  env={**clean_env(), "NO_MKDOCS_2_WARNING": "1", "TMPDIR": str(tmp_path)})
     try:
         deadline, page = time.monotonic() + 120, ""
         while time.monotonic() < deadline and not page:
