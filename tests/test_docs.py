@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 import urllib.request
@@ -23,13 +22,12 @@ from typing import Any
 import pytest
 import yaml
 
+from browser import chromium
 from daemon_harness import DaemonProcess, wait_until, write_config
 from swssd.orch.config import Config
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 #: What the issue asks the site to have, each a page of the navigation.
 PAGES = ("Get started", "The library", "Porting swsscommon code", "Writing and testing plugins", "Operating",
          "Config reference", "Metrics reference", "Capture, replay and the report", "Replay on a Spark cluster",
@@ -205,21 +203,10 @@ def test_the_daemons_scrape_names_exactly_the_reference_metrics(tmp_path: Path, 
 def test_the_site_reads_offline_in_chromium(site: Path, tmp_path: Path) -> None:
     """Every page opened from file:// in headless Chromium: no console error, nothing fetched from
     another host; the search box finds a config key (its index is inlined for file://)."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        pytest.skip("no Chromium here: apt-get install chromium chromium-driver")
-    from selenium.webdriver.chrome.service import Service
+    driver = chromium(tmp_path, window="1400,1000")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         # 404.html is a web server's page (absolute paths from the site's root), never opened from file://
         for page in sorted(p for p in site.glob("*.html") if p.name != "404.html"):

@@ -27,6 +27,7 @@ pytest.importorskip("plotly")
 
 from pyspark.sql import SparkSession
 
+from browser import chromium
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
 from swssd.replay.cli import main
 
@@ -458,27 +459,6 @@ def test_bucket_steps() -> None:
 
 
 # -- in a browser ------------------------------------------------------------------------------
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-
-def chromium(tmp_path: Path) -> Any:
-    """A headless Chromium driven by selenium (skips the test when there is none)."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        pytest.skip("no Chromium here: apt-get install chromium chromium-driver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,2200", f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-
 
 def drawn_in(driver: Any, page: Path) -> str:
     """Open `page` and wait for its loader's verdict: "yes" once every chart is drawn."""
