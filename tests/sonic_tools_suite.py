@@ -388,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     trees = {name: str(Path(value).resolve()) for name in TREES if (value := getattr(args, name.replace("-", "_")))}
     if not trees:
         return skip("runs unmodified SONiC programs, which come from their source checkouts: give them with "
-                    f"--{', --'.join(TREES)} (or $SONIC_<NAME>_TREE, e.g. $SONIC_UTILITIES_TREE; README: "
-                    "\"Unmodified SONiC programs\")")
+                    f"--{', --'.join(TREES)} (or $SONIC_<NAME>_TREE, e.g. $SONIC_UTILITIES_TREE; "
+                    "docs/porting.md says which)")
     if not args.binding or not Path(args.binding).exists():
         return skip("compares each program on swssd with the same on sonic-swss-common's built Python binding: "
                     "give the binding's env file (a shell file exporting its PYTHONPATH and LD_LIBRARY_PATH) "

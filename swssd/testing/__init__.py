@@ -1,4 +1,4 @@
-"""swssd.testing: what a plugin's tests need, shipped with swssd (README "Test a plugin").
+"""swssd.testing: what a plugin's tests need, shipped with swssd (docs/plugins.md, "Testing a plugin").
 
 - `OrchHarness`: one Orch run in-process by the daemon's own table worker (merge, Retry,
   backoff, time-out, dead letters) on a `VirtualClock` the test advances;
