@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -177,3 +179,14 @@ def check_values_advance(records: Iterable[Record]) -> None:
             prev = last.get((table, key, field), -1)
             assert seq > prev, f"{table} {key} {field}: v{seq} handled after v{prev}"
             last[(table, key, field)] = seq
+
+
+def health(port: int) -> tuple[int, str]:
+    """The daemon's /health on `port`: (status, body), or (0, why) when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError as exc:
+        return 0, str(exc)

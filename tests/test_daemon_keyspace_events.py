@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +17,12 @@ from typing import Any
 import pytest
 import redis
 
-from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+from daemon_harness import DaemonProcess, health, read_records, wait_until, write_config
 from swssd import DBConnector, Select, SubscriberStateTable
 from swssd.errors import KeyspaceEventsOffError
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 from test_daemon_ops import swssd
+from test_faults import restart_redis
 
 CONFIG_DB = 4
 
@@ -36,26 +35,6 @@ def server() -> Iterator[EmbeddedRedis]:
         yield srv
     finally:
         srv.stop()
-
-
-def restart(srv: EmbeddedRedis) -> None:
-    """Stop redis-server and start it again on the same port and socket, with its defaults."""
-    assert srv.process is not None
-    srv.process.terminate()
-    srv.process.wait(10)
-    if srv.process.stderr:
-        srv.process.stderr.close()
-    srv.start()
-
-
-def health(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except OSError as exc:
-        return 0, str(exc)
 
 
 def start(srv: EmbeddedRedis, tmp_path: Path, enable: bool) -> tuple[DaemonProcess, Path, int]:
@@ -81,7 +60,7 @@ def test_keyspace_events_turned_on_again_after_a_redis_restart(server: EmbeddedR
     try:
         client.hset("KS|before", "f", "1")
         assert wait_until(lambda: "before" in handled(records), 20)
-        restart(server)
+        restart_redis(server)
         client = redis.Redis(port=server.port, db=CONFIG_DB)
         daemon.wait_for_log("pubsub reconnected", 30)
         for i in range(3):  # after the reconnect, some while it re-reads, some well after
@@ -103,7 +82,7 @@ def test_without_the_option_a_deaf_table_is_unhealthy_not_silent(server: Embedde
     daemon, records, port = start(server, tmp_path, enable=False)
     try:
         assert wait_until(lambda: health(port)[0] == 200, 20), health(port)
-        restart(server)
+        restart_redis(server)
         # (503 "Redis unreachable" while it restarts, then 503 for the deaf table)
         assert wait_until(lambda: health(port)[0] == 503 and "KS" in health(port)[1], 20), health(port)
         _code, text = health(port)
@@ -137,7 +116,7 @@ async def test_the_library_raises_at_a_reconnect_to_a_redis_without_keyspace_eve
         await select.add(deaf)
         await select.add(fixed)
         assert await deaf.pops() == [] and await fixed.pops() == []
-        await asyncio.to_thread(restart, server)
+        await asyncio.to_thread(restart_redis, server)
         admin = redis.Redis(port=server.port, db=CONFIG_DB)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20

@@ -14,22 +14,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from daemon_harness import DaemonProcess, read_records, wait_until, write_config
+from daemon_harness import DaemonProcess, health, read_records, wait_until, write_config
 from swssd import DBConnector, ProducerStateTable, Table
 from swssd.redis.embedded_redis import EmbeddedRedis, free_port
 from test_daemon_ops import NotifySocket, scrape, swssd
-
-
-def health(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def gauge(text: str, name: str) -> float | None:
