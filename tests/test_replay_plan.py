@@ -66,7 +66,10 @@ def test_the_state_plan_takes_few_py4j_calls(spark: SparkSession, calls: list[st
     calls.clear()
     inputs = load(spark, InputOptions(paths))
     state = fold_state(select_events(inputs.events, tables=["PORT_TABLE", "ROUTE*"], as_of_us=1 << 60))
-    assert len(calls) <= MAX_PLAN_CALLS, f"{len(calls)} py4j calls to build the plan"
+    # py4j's release of a collected JavaObject ("m\nd\n...") is sent whenever a garbage collection
+    # happens to run, at a count that varies from run to run: not a call the plan makes
+    made = [c for c in calls if not c.startswith("m\nd\n")]
+    assert len(made) <= MAX_PLAN_CALLS, f"{len(made)} py4j calls to build the plan"
     assert state.count() > 0
 
 

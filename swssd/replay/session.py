@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,9 @@ def _create(settings: dict[str, str]) -> SparkSession:
 
 
 def _quiet(spark: SparkSession) -> None:
+    # py4j logs at INFO, with a traceback, each pooled connection it finds reset and replaces
+    # ("Exception while sending command."): the call is retried, nothing for the user to see.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         jvm: Any = spark.sparkContext._jvm  # None (no JVM) fails below, skipped as any other
         level = jvm.org.apache.logging.log4j.Level.ERROR
