@@ -26,7 +26,9 @@ from swssd.channels.notification_producer import NotificationProducer, encode_no
 from swssd.redis.embedded_redis import EmbeddedRedis
 from test_notification import MALFORMED, TOLERATED
 
-CHANNEL = "NOTIFICATIONS"
+#: a channel of this file's own: PUBLISH counts subscribers across the server, and other tests of the
+#: same worker's redis-server listen on the usual names
+CHANNEL = "SWSSD_NOTIFICATION_INTEROP"
 CPP_DB_ID = 1  # the C++ side talks to another database than swssd's: pub/sub ignores it
 WAIT = 20.0
 
