@@ -335,3 +335,33 @@ async def test_pubsub_kill_under_load_loses_nothing(cfg: DBConnector, sel: Selec
     assert sel.reconnects >= 3
     assert sst.resyncs >= 1
     assert state == await table_contents(cfg, "PORT")
+
+
+async def test_keys_deleted_while_the_pubsub_connection_was_down_come_as_del(cfg: DBConnector, sel: Select) -> None:
+    """Keys delivered, some with an event not popped yet, then the pub/sub connection killed and
+    the keys deleted in the same round trip (their `del` events go nowhere): the re-read after the
+    reconnect delivers a DEL for each, whether or not an event of it was waiting."""
+    sst = SubscriberStateTable(cfg, "PORT")
+    await sel.add(sst)
+    table = Table(cfg, "PORT")
+    for key in ("quiet", "busy", "kept"):
+        await table.set(key, [("f", "v1")])
+    state: dict[str, dict[str, str]] = {}
+    fold(state, await drain(sel))
+    assert set(state) == {"quiet", "busy", "kept"}
+    await table.set("busy", [("f", "v2")])  # an event for "busy" arrives and waits, not popped
+    assert await sel.select(timeout=WAIT) is sst
+    async with cfg.redis.pipeline(transaction=False) as pipe:
+        pipe.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+        pipe.delete("PORT|quiet", "PORT|busy")
+        await pipe.execute()
+    for _ in range(int(WAIT / 0.01)):  # back, before anything was popped: the event still waits
+        if sel.reconnects:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # and the subscription confirmed (the table told to read itself again)
+    tasks = await drain(sel, quiet=1.0)
+    fold(state, tasks)
+    assert sel.reconnects >= 1 and sst.resyncs >= 1
+    assert state == {"kept": {"f": "v1"}}
+    assert sorted(t.key for t in tasks if t.op == "DEL") == ["busy", "quiet"]

@@ -46,7 +46,9 @@ class SubscriberStateTable(Selectable, TableBase):
       a key deleted and set again between two pops comes as DEL then SET;
     - pops() returns at most `pop_batch_size` changes (C++ returns everything buffered);
     - after the pub/sub connection comes back, the table is read again and what differs from
-      what was delivered is delivered (SET for new or changed entries, DEL for vanished ones);
+      what was delivered is delivered (SET for new or changed entries, DEL for every delivered
+      key that vanished, whether or not an event of it was waiting to be popped: the table
+      remembers which keys it delivered as present, one small hash per key);
       events of an expired, evicted or renamed key count as its deletion;
     - a key under the table's prefix that is not a hash is logged, counted and skipped;
     - keyspace events are checked again after every reconnect, before the table is read again:
@@ -197,7 +199,9 @@ class SubscriberStateTable(Selectable, TableBase):
 
     async def _read_table(self) -> AsyncIterator[list[KeyOpFieldsValues]]:
         """The table read again, in chunks: SET where an entry differs from what was delivered,
-        DEL for delivered keys that are gone. Keys with events pending are left to those."""
+        DEL for delivered keys that are gone. Keys with events pending are left to those, a
+        delivered one found gone marked deleted: its `del` event may have been published while
+        the connection was down, and the pending read alone skips a key that reads back empty."""
         if self._read_before:
             self.resyncs += 1
             log.info("re-reading table after pub/sub reconnect", table=self.name)
@@ -216,6 +220,8 @@ class SubscriberStateTable(Selectable, TableBase):
             for key in keys:
                 fvs = entries.get(key)
                 if key in self._pending:
+                    if not fvs and key in self._delivered:
+                        self._pending[key] = True
                     continue
                 if fvs:
                     if self._delivered.get(key) != hash(tuple(fvs)):
@@ -225,7 +231,14 @@ class SubscriberStateTable(Selectable, TableBase):
             yield chunk
             if int(cursor) == 0:
                 break
-        gone = [k for k in self._delivered if k not in seen and k not in self._pending]
+        gone = []
+        for key in self._delivered:
+            if key in seen:
+                continue
+            if key in self._pending:
+                self._pending[key] = True
+            else:
+                gone.append(key)
         self._read_before = True
         yield [self._deleted(key) for key in sorted(gone)]
 
