@@ -182,8 +182,9 @@ class PendingMap:
         """The oldest in-flight batch a task not done holds changes of; None when none does."""
         return min((e.seq for e in self.live() if e.seq is not None), default=None)
 
-    def rebase(self, seq: int) -> None:
-        """Every task not done now belongs to in-flight batch `seq` (a snapshot replaced the batches)."""
+    def rebase(self, seq: int | None) -> None:
+        """Every task not done now belongs to in-flight batch `seq` (a snapshot replaced the
+        batches), or to none (None: the record that held them was lost)."""
         for entry in self.live():
             entry.seq = seq
 

@@ -14,6 +14,13 @@ pending map so that each stays durable in Redis until its task is done. It owns
   batch in the record; every reply says the newest sequence number, and batches newer than the
   last one handed over are read back before anything else. At start, take_over() hands over
   what a previous run of the same instance left (a crash, or tasks shutdown could not finish);
+- a record that started over: Redis lost its data (restarted without persistence, flushed) or
+  someone deleted the record, so the counter restarted below the numbers handed over. Seen in a
+  pop reply or at a read-back, the batches remembered are forgotten (Redis no longer has them;
+  the tasks of them not done yet still run, held by nothing in Redis) and numbering starts again
+  from the new record's: lost replies are read back, finished batches cleared and a compaction
+  stored in order as before (a numbering mixing both records once left a batch already handled
+  in the record, to be handed over again by the next start after newer ones had been cleared);
 - prefetch: after a batch that left more data behind, the next PREFETCH_DEPTH pops are kept in
   flight: they run in Redis while the daemon handles this batch, and Redis has the next one to run
   while a reply travels back; settle() hands them over at shutdown;
@@ -130,6 +137,9 @@ class ReliablePop:
         self.last_seq = 0
         #: sequence numbers of the batches in the record, oldest first
         self._kept: deque[int] = deque()
+        #: times the record was found started over (Redis lost it): a clear or compaction begun
+        #: before leaves the new record's numbering alone
+        self.restarts = 0
         self._prefetch: Prefetched = deque()
         #: a pop failed: Redis may have run it, so the record is read before popping again
         self._unsure = False
@@ -290,8 +300,13 @@ class ReliablePop:
         (a prefetched pop still out ends first: what it took is read back with the rest)."""
         while self._prefetch:
             with contextlib.suppress(RedisError, OSError):
-                await await_oldest(self._prefetch)
-        out = await self._read_back(int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0))
+                reply = await await_oldest(self._prefetch)
+                if reply[2] and reply[0] <= self.last_seq:
+                    self._started_over(reply[0])
+        newest = int(await self.db.redis.hget(self.record, SEQ_FIELD) or 0)
+        if newest < self.last_seq:
+            self._started_over(newest)
+        out = await self._read_back(newest)
         self._unsure = False
         self.consumer.notify()  # look again: the failed pop may not have run at all
         return out
@@ -301,6 +316,8 @@ class ReliablePop:
         seq, _more, entries, set_aside = reply
         if set_aside:
             self._set_aside(set_aside)
+        if seq < self.last_seq or (entries and seq == self.last_seq):  # a new batch's number is new
+            self._started_over(seq)
         if not entries:
             return await self._read_back(seq)
         tasks = self._parse(entries)  # the batch's JSON text, as the record keeps it
@@ -340,6 +357,17 @@ class ReliablePop:
             out.append(batch)
         self.last_seq = max(self.last_seq, newest)
         return out
+
+    def _started_over(self, seq: int) -> None:
+        """The record's counter went back (to `seq`): the record was lost, the batches remembered
+        with it; number from the new record's on."""
+        log.warning("in-flight record started over (Redis lost its data, or the record was deleted): tasks "
+                    "popped before are no longer kept in Redis; numbering from the new record on",
+                    db=self.db.name, table=self.table, key=self.record, last_seq=self.last_seq, seq=seq)
+        self.restarts += 1
+        self._kept.clear()
+        self.pending.rebase(None)
+        self.last_seq = 0
 
     def _keep(self, seq: int, tasks: list[KeyOpFieldsValues]) -> Batch:
         self._kept.append(seq)
@@ -393,10 +421,12 @@ class ReliablePop:
         while kept and kept[0] < limit:
             drop.append(kept.popleft())
         if drop:
+            restarts = self.restarts
             try:
                 await self.db.redis.hdel(self.record, *map(str, drop))
             except BaseException:
-                kept.extendleft(reversed(drop))  # removing them again is harmless
+                if restarts == self.restarts:  # else they are numbers of the record lost
+                    kept.extendleft(reversed(drop))  # removing them again is harmless
                 raise
         if len(kept) > self.compact_after:
             await self._compact()
@@ -409,9 +439,16 @@ class ReliablePop:
         snapshot = self._encode([e.task for e in self.pending.live()])
         self.pending.rebase(low)  # safe whether or not the transaction below lands
         older = [("HDEL", self.record, *map(str, replaced[1:]))] if len(replaced) > 1 else []
+        restarts = self.restarts
         replies = await self.db.execute_many([
             ("MULTI",), *older, ("HSET", self.record, str(low), snapshot), ("EXEC",),
         ])
+        if restarts != self.restarts:
+            # The record started over meanwhile: a snapshot under an old number would be handed
+            # over by the next start out of order with the new record's batches.
+            with contextlib.suppress(RedisError, OSError):
+                await self.db.redis.hdel(self.record, str(low))
+            return
         if isinstance(replies[-1], Exception) or replies[-1] is None:
             raise RedisError(f"in-flight record not compacted: {replies[-1]}")
         gone = set(replaced[1:])
