@@ -517,3 +517,26 @@ async def test_after_redis_lost_its_data_a_compaction_keeps_the_order_of_the_new
     assert by_key.get("old5", running.task) == running.task, "not done: in the snapshot, or lost with Redis"
     assert set(by_key) <= {"held", "old5", *(f"k{i}" for i in range(1, rounds + 1))}
     assert source.compactions >= 1 and getattr(source, "restarts", None) == 1
+
+
+async def test_a_removal_meant_for_the_lost_record_leaves_the_new_records_batches(db: DBConnector) -> None:
+    """Finished batches 1-3, then Redis loses its data and new batches 1-3 land in the new record
+    (pops that ran before the removal, re-sent after a reconnect, arrived: played here by a
+    second pop on the same record) before the removal of the old 1-3 runs: the new ones stay, and
+    the next start takes them over (the campaign's seed 10: a DEL removed so was never replayed,
+    and an older field of its key came back)."""
+    producer = ProducerStateTable(db, "T")
+    source = state_pop(db)
+    for i in range(3):
+        await producer.set(f"old{i}", [("f", "v")])
+        for b in await source.pop():
+            source.pending.add_many(b.tasks, b.seq)
+    finish_all(source.pending)
+    await lose_redis_data(db)
+    other = state_pop(db)
+    for key in ("a", "b", "c"):
+        await producer.set(key, [("f", key)])
+        await other.pop()
+    await source.clear()  # its numbers 1-3 are the lost record's
+    assert sorted(await db.redis.hkeys(inflight_key("test", "T"))) == ["1", "2", "3", "seq"]
+    assert [t.key for t in tasks_of(await state_pop(db).take_over())] == ["a", "b", "c"]

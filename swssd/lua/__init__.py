@@ -4,7 +4,7 @@ The files beside this module are the wire protocol: their SHA1 is what a C++ pee
 EVALSHA names, so they are read as bytes and never reformatted. The `*_tracked` and `*_reliable`
 files are swssd's own variants (the daemon's pops), the `*_fast` files swssd's opt-in variants
 with the C++ scripts' effect on Redis in fewer commands (`fast_scripts=True`), `instance_lease`
-is the daemon's own; every other file is the C++ library's.
+and `inflight_clear` are the daemon's own; every other file is the C++ library's.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ CT_POPS_RELIABLE = Script.from_package("consumer_table_pops_reliable")
 CT_POPS_FAST = Script.from_package("consumer_table_pops_fast")
 TABLE_DUMP = Script.from_package("table_dump")
 INSTANCE_LEASE = Script.from_package("instance_lease")
+INFLIGHT_CLEAR = Script.from_package("inflight_clear")
 
 ALL_SCRIPTS = (
     PST_SET,
@@ -68,4 +69,5 @@ ALL_SCRIPTS = (
     CT_POPS_FAST,
     TABLE_DUMP,
     INSTANCE_LEASE,
+    INFLIGHT_CLEAR,
 )

@@ -20,7 +20,10 @@ pending map so that each stays durable in Redis until its task is done. It owns
   the tasks of them not done yet still run, held by nothing in Redis) and numbering starts again
   from the new record's: lost replies are read back, finished batches cleared and a compaction
   stored in order as before (a numbering mixing both records once left a batch already handled
-  in the record, to be handed over again by the next start after newer ones had been cleared);
+  in the record, to be handed over again by the next start after newer ones had been cleared).
+  Removing and compacting go through one script (inflight_clear.lua) that touches a batch only
+  while it holds what was handed over (its SHA1): a removal sent before the loss and re-sent
+  after it once deleted the new record's batches of the same numbers;
 - prefetch: after a batch that left more data behind, the next PREFETCH_DEPTH pops are kept in
   flight: they run in Redis while the daemon handles this batch, and Redis has the next one to run
   while a reply travels back; settle() hands them over at shutdown;
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections import deque
 from collections.abc import Callable
@@ -47,7 +51,7 @@ from ..channels.consumer_base import Prefetched, await_oldest
 from ..channels.consumer_state_table import ConsumerStateTable
 from ..channels.consumer_table import ConsumerTable
 from ..fields import DEL_COMMAND, KeyOpFieldsValues
-from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE
+from ..lua import CST_POPS_RELIABLE, CT_POPS_RELIABLE, INFLIGHT_CLEAR
 from .crash_guard import BLAMED_FIELD, DEFAULT_LIMIT, HANDLER_FIELD, CrashGuard
 from .own_keys import set_aside
 from .pending import PendingMap
@@ -137,6 +141,8 @@ class ReliablePop:
         self.last_seq = 0
         #: sequence numbers of the batches in the record, oldest first
         self._kept: deque[int] = deque()
+        #: SHA1 of each kept batch as the record holds it: what a removal may remove
+        self._digests: dict[int, str] = {}
         #: times the record was found started over (Redis lost it): a clear or compaction begun
         #: before leaves the new record's numbering alone
         self.restarts = 0
@@ -177,19 +183,21 @@ class ReliablePop:
             await self.db.redis.hset(self.record, items=[SEQ_FIELD, str(last_seq), *fields])
         elif OLD_TAKEOVERS_FIELD in raw:
             await self.db.redis.hdel(self.record, OLD_TAKEOVERS_FIELD)
+        digests = {b.seq: _digest(raw[str(b.seq)]) for b in batches}
         self.last_seq = last_seq
         if aside:
-            batches = await self._remove_keys(batches, aside)
+            batches = await self._remove_keys(batches, aside, digests)
         await self.guard.started()
         self._kept.extend(b.seq for b in batches)
+        self._digests.update((b.seq, digests[b.seq]) for b in batches)
         if batches:
             self._progress.set()
         self.start()
         return batches
 
-    async def _remove_keys(self, batches: list[Batch], keys: set[str]) -> list[Batch]:
+    async def _remove_keys(self, batches: list[Batch], keys: set[str], digests: dict[int, str]) -> list[Batch]:
         """The batches without the tasks of `keys`, which go to `poisoned` (and to the record's
-        dead-letter list, with the reason); the record is rewritten to match."""
+        dead-letter list, with the reason); the record (and `digests`) is rewritten to match."""
         kept: list[Batch] = []
         for batch in batches:
             tasks = [t for t in batch.tasks if t.key not in keys]
@@ -198,7 +206,9 @@ class ReliablePop:
                 continue
             self.poisoned += [t for t in batch.tasks if t.key in keys]
             if tasks:
-                await self.db.redis.hset(self.record, str(batch.seq), self._encode(tasks))
+                text = self._encode(tasks)
+                await self.db.redis.hset(self.record, str(batch.seq), text)
+                digests[batch.seq] = _digest(text)
                 kept.append(Batch(batch.seq, tasks))
             else:
                 await self.db.redis.hdel(self.record, str(batch.seq))
@@ -322,7 +332,7 @@ class ReliablePop:
             return await self._read_back(seq)
         tasks = self._parse(entries)  # the batch's JSON text, as the record keeps it
         out = await self._read_back(seq - 1)
-        out.append(self._keep(seq, tasks))
+        out.append(self._keep(seq, tasks, entries))
         return out
 
     async def _send(self) -> list[Any]:
@@ -352,7 +362,7 @@ class ReliablePop:
                           key=self.record, seq=seq, error=f"{type(exc).__name__}: {str(exc)[:80]}")
                 continue
             self.recovered += 1
-            batch = self._keep(seq, tasks)
+            batch = self._keep(seq, tasks, value)
             log.warning("pop recovered", db=self.db.name, table=self.table, seq=seq, tasks=len(batch.tasks))
             out.append(batch)
         self.last_seq = max(self.last_seq, newest)
@@ -366,11 +376,13 @@ class ReliablePop:
                     db=self.db.name, table=self.table, key=self.record, last_seq=self.last_seq, seq=seq)
         self.restarts += 1
         self._kept.clear()
+        self._digests.clear()
         self.pending.rebase(None)
         self.last_seq = 0
 
-    def _keep(self, seq: int, tasks: list[KeyOpFieldsValues]) -> Batch:
+    def _keep(self, seq: int, tasks: list[KeyOpFieldsValues], text: str | bytes) -> Batch:
         self._kept.append(seq)
+        self._digests[seq] = _digest(text)
         self.last_seq = max(self.last_seq, seq)
         return Batch(seq, tasks)
 
@@ -423,11 +435,13 @@ class ReliablePop:
         if drop:
             restarts = self.restarts
             try:
-                await self.db.redis.hdel(self.record, *map(str, drop))
+                await self._clear_script(drop)
             except BaseException:
                 if restarts == self.restarts:  # else they are numbers of the record lost
                     kept.extendleft(reversed(drop))  # removing them again is harmless
                 raise
+            for seq in drop:
+                self._digests.pop(seq, None)
         if len(kept) > self.compact_after:
             await self._compact()
 
@@ -437,25 +451,34 @@ class ReliablePop:
         replaced = list(self._kept)
         low = replaced[0]
         snapshot = self._encode([e.task for e in self.pending.live()])
-        self.pending.rebase(low)  # safe whether or not the transaction below lands
-        older = [("HDEL", self.record, *map(str, replaced[1:]))] if len(replaced) > 1 else []
+        self.pending.rebase(low)  # safe whether or not the script below runs
         restarts = self.restarts
-        replies = await self.db.execute_many([
-            ("MULTI",), *older, ("HSET", self.record, str(low), snapshot), ("EXEC",),
-        ])
-        if restarts != self.restarts:
-            # The record started over meanwhile: a snapshot under an old number would be handed
-            # over by the next start out of order with the new record's batches.
-            with contextlib.suppress(RedisError, OSError):
-                await self.db.redis.hdel(self.record, str(low))
+        _removed, stored = await self._clear_script(replaced[1:], (low, snapshot))
+        if restarts != self.restarts or not stored:
+            # The record started over meanwhile (batch `low` is not the one handed over): a
+            # snapshot under an old number would come out of order with the new record's batches.
+            log.warning("in-flight record not compacted: it changed under the daemon (Redis lost its data?)",
+                        db=self.db.name, table=self.table, key=self.record)
             return
-        if isinstance(replies[-1], Exception) or replies[-1] is None:
-            raise RedisError(f"in-flight record not compacted: {replies[-1]}")
         gone = set(replaced[1:])
         self._kept = deque(s for s in self._kept if s not in gone)
+        for seq in gone:
+            self._digests.pop(seq, None)
+        self._digests[low] = _digest(snapshot)
         self.compactions += 1
         log.info("in-flight record compacted", db=self.db.name, table=self.table, batches=len(replaced),
                  tasks=len(self.pending.live()))
+
+    async def _clear_script(self, drop: list[int], replace: tuple[int, str] | None = None) -> list[int]:
+        """Remove batches `drop`, and replace batch `replace[0]` by the snapshot `replace[1]`,
+        each only while it holds what was handed over. Returns [removed, snapshot stored]."""
+        args: list[str | int] = [len(drop)]
+        for seq in drop:
+            args += [seq, self._digests.get(seq, "")]
+        if replace is not None:
+            low, snapshot = replace
+            args += [low, self._digests.get(low, ""), snapshot]
+        return [int(x) for x in await self.db.evalsha(INFLIGHT_CLEAR, [self.record], args)]
 
     async def _keep_only_undone(self, clean: bool) -> None:
         await self.clear()
@@ -489,6 +512,12 @@ def crash_reason(limit: int) -> str:
     """Why take_over() set a task aside."""
     return (f"in a handler when each of the last {limit} runs ended abnormally (crashed, killed or "
             "stalled): it may be what ends the daemon")
+
+
+def _digest(text: str | bytes) -> str:
+    """SHA1 of a batch as the record holds it (what Lua's redis.sha1hex gives)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    return hashlib.sha1(data).hexdigest()
 
 
 def _is_seq(text: str) -> bool:
