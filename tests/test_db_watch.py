@@ -9,6 +9,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import redis
 
 from swssd import ConsumerStateTable, DBConnector, ProducerStateTable
 from swssd.redis.embedded_redis import EmbeddedRedis
+from test_faults import restart_redis
 
 CLI = [sys.executable, "-m", "swssd.cli"]
 
@@ -220,3 +222,50 @@ def test_watch_without_keyspace_events_names_its_own_flag(clean_redis: EmbeddedR
     finally:
         client.config_set("notify-keyspace-events", before)
     assert "does not publish keyspace events" in out.stderr and "--enable-keyspace-events" in out.stderr, out.stderr
+
+
+@pytest.fixture
+def own_server() -> Iterator[EmbeddedRedis]:
+    """A redis-server of this test alone (it is restarted), without keyspace events: after a
+    restart its `notify-keyspace-events` is the default again, off."""
+    server = EmbeddedRedis().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def until(watch: Watch, *wanted: tuple[str, str, str, dict[str, str]], timeout: float = 20.0) -> list[Any]:
+    """The watch's lines up to the last of `wanted` to show (all must come within `timeout`)."""
+    seen: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        seen.append(change(watch.next(timeout=left)))
+        if all(w in seen for w in wanted):
+            return seen
+    raise AssertionError(f"{wanted} not all shown within {timeout:g} s; shown: {seen}")
+
+
+def test_watch_goes_on_across_a_redis_restart(own_server: EmbeddedRedis, tmp_path: Path) -> None:
+    """Redis restarted (without persistence: the table is gone, keyspace events are off again):
+    the watch reconnects, turns the events on again, reads the table again (the entry it showed is
+    gone: a DEL) and shows the changes written after the restart, each as it comes."""
+    db_config = own_server.write_database_config(tmp_path / "database_config.json")
+    raw(own_server, 4).hset("PORT|Ethernet0", mapping={"mtu": "1500"})
+    watch = Watch("--db-config", db_config, "--db", "CONFIG_DB", "--table", "PORT", "--enable-keyspace-events")
+    try:
+        assert change(watch.next()) == ("PORT", "Ethernet0", "SET", {"mtu": "1500"})
+        raw(own_server, 4).hset("PORT|Ethernet0", "mtu", "9100")
+        assert change(watch.next()) == ("PORT", "Ethernet0", "SET", {"mtu": "9100"})
+        restart_redis(own_server)
+        cfg = raw(own_server, 4)
+        cfg.hset("PORT|Ethernet4", "mtu", "1")  # shown by the re-read after the reconnect or by its event
+        until(watch, ("PORT", "Ethernet4", "SET", {"mtu": "1"}), ("PORT", "Ethernet0", "DEL", {}))
+        assert "K" in cfg.config_get("notify-keyspace-events")["notify-keyspace-events"], "turned on again"
+        cfg.hset("PORT|Ethernet4", "mtu", "2")  # after the re-read: only an event shows it
+        assert change(watch.next()) == ("PORT", "Ethernet4", "SET", {"mtu": "2"})
+        cfg.delete("PORT|Ethernet4")
+        assert change(watch.next()) == ("PORT", "Ethernet4", "DEL", {})
+        assert watch.proc.poll() is None
+    finally:
+        watch.stop()
