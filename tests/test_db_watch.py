@@ -261,7 +261,7 @@ def test_watch_goes_on_across_a_redis_restart(own_server: EmbeddedRedis, tmp_pat
         cfg = raw(own_server, 4)
         cfg.hset("PORT|Ethernet4", "mtu", "1")  # shown by the re-read after the reconnect or by its event
         until(watch, ("PORT", "Ethernet4", "SET", {"mtu": "1"}), ("PORT", "Ethernet0", "DEL", {}))
-        assert "K" in cfg.config_get("notify-keyspace-events")["notify-keyspace-events"], "turned on again"
+        assert "K" in str(cfg.config_get("notify-keyspace-events")["notify-keyspace-events"]), "turned on again"
         cfg.hset("PORT|Ethernet4", "mtu", "2")  # after the re-read: only an event shows it
         assert change(watch.next()) == ("PORT", "Ethernet4", "SET", {"mtu": "2"})
         cfg.delete("PORT|Ethernet4")
