@@ -26,11 +26,7 @@ SECONDS = float(os.environ.get("SWSSD_CAMPAIGN_SECONDS", "5"))
 
 
 #: seeds whose anomaly is known and open (issue 34): run and reported, not failing the suite while open
-KNOWN_OPEN = {
-    10: "intermittent (about 1 run in 3): after Redis lost its data (redis_wipe), a SIGKILL and a pub/sub "
-        "kill, the handlers' view of a state entry keeps a field the producers' truth no longer has; "
-        "open under issue 34",
-}
+KNOWN_OPEN: dict[int, str] = {}
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN_OPEN[s], strict=False))
