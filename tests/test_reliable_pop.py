@@ -25,6 +25,7 @@ from swssd import (
     ProducerTable,
     Table,
 )
+from swssd.lua import INFLIGHT_CLEAR
 from swssd.orch.pending import PendingMap
 from swssd.orch.reliable_pop import DEAD_CAP, PREFETCH_DEPTH, Batch, ReliablePop, dead_key, inflight_key
 
@@ -540,3 +541,38 @@ async def test_a_removal_meant_for_the_lost_record_leaves_the_new_records_batche
     await source.clear()  # its numbers 1-3 are the lost record's
     assert sorted(await db.redis.hkeys(inflight_key("test", "T"))) == ["1", "2", "3", "seq"]
     assert [t.key for t in tasks_of(await state_pop(db).take_over())] == ["a", "b", "c"]
+
+
+async def test_a_compaction_sent_again_after_its_reply_was_lost_is_stored_once(
+    db: DBConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The removal and compaction script runs in Redis, its reply is lost with the connection and
+    the connector sends it again: the second run finds the snapshot already in place."""
+    producer = ProducerStateTable(db, "T")
+    source = state_pop(db, compact_after=2)
+    pending = source.pending
+    for key in ("a", "b", "c"):
+        await producer.set(key, [("f", key)])
+        for b in await source.pop():
+            pending.add_many(b.tasks, b.seq)
+    original = db._send_all
+    lost: list[bool] = []
+
+    def loses_the_first_clear_reply(commands: Any) -> Any:
+        async def send() -> Any:
+            replies = await original(commands)
+            if commands[0][1] == INFLIGHT_CLEAR.sha and not lost:
+                lost.append(True)
+                raise RedisConnectionError("Connection closed by server.")
+            return replies
+        return send()
+
+    monkeypatch.setattr(db, "_send_all", loses_the_first_clear_reply)
+    await source.clear()  # nothing done: three batches kept, more than compact_after
+    assert lost and source.compactions == 1
+    assert sorted(await db.redis.hkeys(inflight_key("test", "T"))) == ["1", "seq"]
+    pending.done(pending.take("a"))
+    pending.done(pending.take("b"))
+    pending.done(pending.take("c"))
+    await source.clear()
+    assert await db.redis.hkeys(inflight_key("test", "T")) == ["seq"], "the snapshot is removed once done"

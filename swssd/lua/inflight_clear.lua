@@ -20,7 +20,8 @@ local stored = 0
 local at = 2 + 2 * n
 if ARGV[at] then
    local value = redis.call('HGET', record, ARGV[at])
-   if value and redis.sha1hex(value) == ARGV[at + 1] then
+   -- already the snapshot: this call was sent again after a dropped connection
+   if value and (value == ARGV[at + 2] or redis.sha1hex(value) == ARGV[at + 1]) then
       redis.call('HSET', record, ARGV[at], ARGV[at + 2])
       stored = 1
    end

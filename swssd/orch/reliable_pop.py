@@ -440,8 +440,9 @@ class ReliablePop:
                 if restarts == self.restarts:  # else they are numbers of the record lost
                     kept.extendleft(reversed(drop))  # removing them again is harmless
                 raise
-            for seq in drop:
-                self._digests.pop(seq, None)
+            if restarts == self.restarts:  # else the numbers may be the new record's batches now
+                for seq in drop:
+                    self._digests.pop(seq, None)
         if len(kept) > self.compact_after:
             await self._compact()
 
