@@ -452,8 +452,9 @@ async def test_after_redis_lost_its_data_a_lost_reply_is_read_back_and_nothing_h
 ) -> None:
     """The record's counter starts again at 1, below the numbers handed over: the batch of a pop
     whose reply was lost is read back all the same, and once handled it is cleared, so the next
-    start does not hand it over again after a newer change of its key (the campaign's seed 10: a
-    field the key no longer had came back)."""
+    start does not hand it over again after a newer change of its key (a field the key no longer
+    had would come back, as in the campaign's seed 10, which test_a_removal_meant_for_the_lost_
+    record_leaves_the_new_records_batches plays)."""
     producer = ProducerStateTable(db, "T")
     source = state_pop(db)
     for i in range(3):
