@@ -4,6 +4,7 @@ keeps what it could not finish, take-over at the next start (in-process, and `sw
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon_harness import DaemonProcess, read_records, wait_until, write_config
-from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, ProducerTable, Retry
+from swssd import ConsumerStateTable, DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, ProducerTable, Retry
 from swssd.errors import ConfigError
 from swssd.orch.daemon import Daemon
-from swssd.orch.reliable_pop import dead_key, inflight_key
+from swssd.orch.pending import PendingMap
+from swssd.orch.reliable_pop import ReliablePop, dead_key, inflight_key
 from swssd.redis.embedded_redis import EmbeddedRedis
 from test_daemon_core import db_config, eventually, make_config, start_daemon, table  # noqa: F401 - fixtures
 
@@ -392,3 +394,24 @@ def test_a_sequence_jump_written_into_the_record_costs_nothing(clean_redis: Embe
         assert daemon.proc.poll() is None
     finally:
         assert daemon.stop() == 0
+
+
+async def test_keys_blamed_by_the_last_abnormal_end_run_first(
+    db: DBConnector, db_config: Path, start_daemon: Any
+) -> None:
+    """A run that ended abnormally left 20 changes in flight and named one key in a handler: the
+    next start runs that key first (alone), then the rest. Run in its place, the same key was in
+    its handler again when kills in a row came as long after each start (a restart loop redoing
+    the same work at the same speed: the campaign's seed 67), and was set aside though innocent."""
+    producer = ProducerStateTable(db, "BLAMED")
+    for i in range(20):
+        await producer.set(f"k{i:02d}", [("f", str(i))])
+    crashed = ReliablePop(ConsumerStateTable(db, "BLAMED", 128, track_deletes=True), PendingMap(), instance="swssd")
+    (batch,) = await crashed.pop()  # popped into the in-flight record, never handled
+    last = batch.tasks[-1].key
+    await db.redis.hset(inflight_key("swssd", "BLAMED"), "handler", json.dumps([last]))  # its marks when it died
+    daemon = await start_daemon(make_config(db_config, [{"plugin": f"{MODULE}:KeepingOrch",
+                                                         "tables": [table("BLAMED")]}]))
+    orch = orch_of(daemon)
+    await eventually(lambda: len(orch.handled) == 20)
+    assert [task.key for _, task in orch.handled][:2] == [last, batch.tasks[0].key]

@@ -13,7 +13,9 @@ One object per state or queue table. It keeps two fields in the table's in-fligh
     when the worker goes idle (that doubled the writes of a trickle of changes): a kill while
     idle blames the last window once, which alone never sets anything aside;
   - for a key blamed by the last abnormal end, `[key]` alone before its handler and `[]` after:
-    from the second abnormal end on, the blame is exact.
+    from the second abnormal end on, the blame is exact. The worker runs blamed keys first, so
+    a restart loop whose kills come at the same time after each start does not find the same
+    innocent key in its handler each time (each start redoing the same work at the same pace).
 - `blamed`: key -> the abnormal ends in a row at which that key was in the `handler` field.
   A key is set aside when its count reaches `limit`; a key blamed once whose handler returns
   (whatever the outcome) is cleared. Tasks only taken over, popped or pending never count.
@@ -51,7 +53,7 @@ class CrashGuard:
         self.record = record
         self.table = table
         self.limit = limit
-        #: keys blamed by the abnormal ends before this start: run alone, marked exactly
+        #: keys blamed by the abnormal ends before this start: run first and alone, marked exactly
         self.blamed: dict[str, int] = {}
         #: keys set aside at this start (reconcile skips them too)
         self.aside: set[str] = set()

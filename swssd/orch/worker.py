@@ -329,6 +329,13 @@ class TableWorker:
         again = False
         done = 0
         snapshot = pending.snapshot()
+        if guard is not None and guard.blamed:
+            # Keys blamed by the last abnormal end run first (each alone), before the rest of
+            # what was taken over: run in their place, the same key was in its handler when
+            # kills in a row came at the same time after each start (a restart loop), as each
+            # start redid the same work at the same speed, and an innocent task was set aside.
+            blamed = guard.blamed
+            snapshot = [ke for ke in snapshot if ke[0] in blamed] + [ke for ke in snapshot if ke[0] not in blamed]
         for i, (key, entries) in enumerate(snapshot):
             for _ in range(2):  # a DEL, then the SET pending behind it
                 if not entries:
