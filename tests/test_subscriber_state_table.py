@@ -365,3 +365,34 @@ async def test_keys_deleted_while_the_pubsub_connection_was_down_come_as_del(cfg
     assert sel.reconnects >= 1 and sst.resyncs >= 1
     assert state == {"kept": {"f": "v1"}}
     assert sorted(t.key for t in tasks if t.op == "DEL") == ["busy", "quiet"]
+
+
+async def test_a_read_that_fails_midway_loses_no_entry(cfg: DBConnector, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table's first read spans SCAN pages and one pops() takes them all; the connection drops
+    at the second page: pops() raises, and the next pops() delivers every entry, the first page's
+    too (they had been taken from the buffer and were dropped with the error: the campaign's seed
+    179, a subscriber table 12 keys short after its connections were cut at start)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    table = Table(cfg, "PORT")
+    for i in range(600):
+        await table.set(f"Ethernet{i}", [("mtu", str(i))])
+    sst = SubscriberStateTable(cfg, "PORT", pop_batch_size=10_000)
+    original = cfg.redis.execute_command
+    scans: list[object] = []
+
+    async def second_scan_fails(*args: object, **kwargs: object) -> object:
+        if args[0] == "SCAN":
+            scans.append(args)
+            if len(scans) == 2:
+                raise RedisConnectionError("Connection closed by server.")
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(cfg.redis, "execute_command", second_scan_fails)
+    with pytest.raises(RedisConnectionError):
+        await sst.pops()
+    state: dict[str, dict[str, str]] = {}
+    while tasks := await sst.pops():
+        fold(state, tasks)
+    assert state == await table_contents(cfg, "PORT")
+    assert len(state) == 600 and len(scans) > 2

@@ -44,7 +44,8 @@ class SubscriberStateTable(Selectable, TableBase):
     Beyond C++:
     - several events for one key before a pop cost one read, and a batch's reads are pipelined;
       a key deleted and set again between two pops comes as DEL then SET;
-    - pops() returns at most `pop_batch_size` changes (C++ returns everything buffered);
+    - pops() returns at most `pop_batch_size` changes (C++ returns everything buffered); one
+      that raises (a connection dropped during a read) keeps what it had gathered for the next;
     - after the pub/sub connection comes back, the table is read again and what differs from
       what was delivered is delivered (SET for new or changed entries, DEL for every delivered
       key that vanished, whether or not an event of it was waiting to be popped: the table
@@ -139,9 +140,21 @@ class SubscriberStateTable(Selectable, TableBase):
         """Up to pop_batch_size changes: entries found by a (re)read of the table first, then
         the keys that had events, each read once."""
         out: list[KeyOpFieldsValues] = []
+        self.existing_popped = 0
+        try:
+            await self._pops_into(out)
+        except BaseException:
+            # Handed to nobody, yet counted as delivered: back in front, for the next pops()
+            # (dropped, a read that failed midway once lost entries for good).
+            self._buffer.extendleft(reversed(out))
+            self._existing_buffered += self.existing_popped
+            self.existing_popped = 0
+            raise
+        return out
+
+    async def _pops_into(self, out: list[KeyOpFieldsValues]) -> None:
         want = self.pop_batch_size
         buffer = self._buffer
-        self.existing_popped = 0
         while len(out) < want:
             if buffer:
                 out.append(buffer.popleft())
@@ -170,7 +183,6 @@ class SubscriberStateTable(Selectable, TableBase):
                 raise
         if len(out) < want and self._pending:
             out.extend(await self._read_pending(want - len(out)))
-        return out
 
     async def _read_pending(self, count: int) -> list[KeyOpFieldsValues]:
         pending = self._pending
