@@ -360,13 +360,14 @@ def _warm_up_texts(args: argparse.Namespace) -> list[str]:
     """The projections of the input parsing (inputs.plan_texts) as `load` will build them, as
     queries (unless the session's conf says otherwise; then the warm-up is only less exact)."""
     from .commands import input_options
-    from .inputs import plan_texts
+    from .inputs import FORMAT_FILTERS, plan_texts
 
     opts = input_options(args)
     if not opts.paths:  # segments only: no text to parse
         return []
     try:
-        return [f"SELECT {', '.join(projection)} FROM t" for projection in plan_texts(opts)]
+        return [f"SELECT {', '.join(projection)} FROM t"
+                for fmt in FORMAT_FILTERS for projection in plan_texts(opts, fmt)]
     except ValueError:
         return []
 

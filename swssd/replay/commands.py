@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from . import diff as diff_mod
@@ -196,16 +196,30 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
 # -- stats --------------------------------------------------------------------------------
 
 
+def _collect_and_write(df: DataFrame, path: str) -> list[Row]:
+    """A few rows: computed once, written and returned."""
+    df = df.persist()
+    rows = df.collect()
+    df.write.mode("overwrite").parquet(path)
+    return rows
+
+
+def _write_and_take(df: DataFrame, path: str, n: int) -> list[Row]:
+    """Written, and its first `n` rows from the same computation (cached in its order)."""
+    df = df.persist()
+    df.write.mode("overwrite").parquet(path)
+    return df.limit(n).collect()
+
+
 def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     st = stats_mod.compute(_events(inputs, args, args.db))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
-    tables_written = _write(st.tables, tables_path)
-    st.keys.write.mode("overwrite").parquet(keys_path)
-    notifications_written = _write(st.notifications, notifications_path)
+    tables = _collect_and_write(st.tables, tables_path)
+    notifications = _collect_and_write(st.notifications, notifications_path)
+    top = _write_and_take(st.keys, keys_path, args.top)
     _report_inputs(inputs, args)
-    tables = tables_written.orderBy("host", "db", "table").collect()
     print(f"per table -> {tables_path}")
     print(text_table(
         ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",
@@ -214,15 +228,13 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
           r["notifications"], r["dead_letters"], r["distinct_keys"], r["events_per_minute"],
           r["peak_per_minute"], r["first_ts"], r["last_ts"]) for r in tables],
     ))
-    top = st.keys.limit(args.top).collect()
     print(f"\nmost changed keys (flapping) -> {keys_path}")
     print(text_table(
         ["host", "db", "table", "kind", "key", "events", "SET", "DEL", "minutes", "first", "last"],
         [(r["host"], r["db"], r["table"], r["kind"], r["key"], r["events"], r["sets"], r["dels"],
           r["active_minutes"], r["first_ts"], r["last_ts"]) for r in top],
     ))
-    ops = notifications_written.orderBy(
-        F.desc("events"), "host", "db", "table", "op").limit(args.top).collect()
+    ops = notifications[:args.top]
     if ops:
         print(f"\nnotifications per channel and op -> {notifications_path}")
         print(text_table(

@@ -87,7 +87,6 @@ _REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
 #: every command that brings its events to Python.
 TS_RANGE_US = (-62_135_510_400_000_000, 253_402_214_400_000_000 - 1)
 BAD_TS = "bad ts: outside the years 1 to 9999"
-_OP_SPLIT = r"\|(?=(?:SET|DEL)(?:\||$))"
 _FIELD_SPLIT = r"\|(?=[^|]*:)"
 
 EVENT_COLUMNS = [
@@ -260,48 +259,77 @@ def _source(replaced: Sequence[tuple[str, str]], q: Quote) -> str:
     return f"coalesce(try_element_at(map({pairs}), _metadata.file_path), _metadata.file_path)"
 
 
-def _parse_texts(utc_session: bool, q: Quote, replaced: Sequence[tuple[str, str]] = ()) -> list[list[str]]:
-    """Every line read once, in one projection over the files: from_json for JSON lines, the
-    op-token split and the checks that need the raw text for the others, and where the line came
-    from. Each parse appears once here (a from_json or split used by several columns would
-    otherwise be inlined into each), and nothing after this needs the raw line except the
-    rejects, so a command that does not write them does not carry the text any further.
-    Three projections, as expression text."""
-    is_json = "startswith(value, '{')"
-    rec = f"(NOT {is_json})"
-    blank = q(r"^\s*$")
-    fields_text = f"substring(tail, 5, {_BIG})"
+def _first_of(*positions: str) -> str:
+    """The smallest of `instr`-style positions that were found (0: not found); null if none was."""
+    return "least(" + ", ".join(f"nullif({p}, 0)" for p in positions) + ")"
+
+
+#: the two kinds of line, read apart (see `load`)
+JSON, REC = "json", "rec"
+#: which lines each reads: JSON records start with `{`
+FORMAT_FILTERS = {JSON: "startswith(value, '{')", REC: "(NOT startswith(value, '{'))"}
+
+
+def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple[str, str]] = ()) -> list[list[str]]:
+    """Every line of one kind read once: from_json for JSON lines; the op-token search and the
+    checks that need the raw text for swss.rec lines; and where the line came from. Each parse
+    appears once here (a from_json used by several columns would otherwise be inlined into each),
+    and nothing after this needs the raw line except the rejects, so a command that does not
+    write them does not carry the text any further.
+
+    A swss.rec line is taken apart with string searches, not regular expressions: each regular
+    expression function copies the line into a Java string and scans it, and together they were
+    most of the parse (BENCHMARKS.md, "Replay against plain Spark"). The one left, on the 27
+    characters of the timestamp, checks its form. As expression text, projection by projection."""
     source = _source(replaced, q)
+    where = [
+        "value",
+        f"{source} AS source",
+        "_metadata.file_block_start AS block",
+        "line",
+        f"{_rotation('_metadata.file_name')} AS rotation",
+        f"xxhash64({source}) AS file",
+    ]
+    if fmt == JSON:
+        return [
+            [*where, f"from_json(value, {q(JSON_SCHEMA.json())}) AS j"],
+            ["*", f"{_json_ts('j.ts', utc_session)} AS j_ts"],
+        ]
+    rest = f"substring(value, 28, {_BIG})"
+    # the first `|SET` or `|DEL` token: followed by `|` or ending the line
+    op_at = _first_of("instr(rest, '|SET|')", "instr(rest, '|DEL|')",
+                      "CASE WHEN (endswith(rest, '|SET') OR endswith(rest, '|DEL')) THEN length(rest) - 3 END")
+    # Java's \s: space, tab, newline, vertical tab, form feed, carriage return
+    spaces = "concat(' ', char(9), char(10), char(11), char(12), char(13))"
+    blank = f"((value = '') OR ((ascii(value) IN (9, 10, 11, 12, 13, 32)) AND (translate(value, {spaces}, '') = '')))"
+    sep_at = _first_of("instr(table_key, ':')", "instr(table_key, '|')")
+    fields_text = f"substring(tail, 5, {_BIG})"
     return [
         [
-            "value",
-            f"{source} AS source",
-            "_metadata.file_block_start AS block",
-            "monotonically_increasing_id() AS line",
-            f"{_rotation('_metadata.file_name')} AS rotation",
-            f"xxhash64({source}) AS file",
-            f"{is_json} AS is_json",
-            f"CASE WHEN {is_json} THEN from_json(value, {q(JSON_SCHEMA.json())}) END AS j",
-            f"CASE WHEN {rec} THEN split(substring(value, 28, {_BIG}), {q(_OP_SPLIT)}, 2) END AS parts",
-            # a line starting with { is none of these: no regular expression (and no copy of the
-            # line as a Java string) for JSON lines
-            f"({rec} AND (value RLIKE {blank})) AS is_blank",
-            f"({rec} AND (value RLIKE {q(_REC_TS + REC_STARTED + '$')})) AS is_marker",
-            f"({rec} AND (value RLIKE {q(_REC_TS)})) AS rec_ts_ok",
-            f"CASE WHEN {rec} THEN try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)}) END AS local_ts",
+            *where,
+            f"{rest} AS rest",
+            f"{blank} AS is_blank",
+            f"(substring(value, 1, 27) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
+            f"try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)}) AS local_ts",
         ],
+        ["*", f"{op_at} AS op_at", f"(rec_ts_ok AND (rest = {q(REC_STARTED)})) AS is_marker"],
         [
             "*",
-            f"{_json_ts('j.ts', utc_session)} AS j_ts",
-            "try_element_at(parts, 1) AS table_key",
+            # without an op token, the whole rest (as a split would give)
+            "coalesce(substring(rest, 1, op_at - 1), rest) AS table_key",
             # "SET|f:v|..." or "DEL"; null without an op token
-            "try_element_at(parts, 2) AS tail",
+            f"substring(rest, op_at + 1, {_BIG}) AS tail",
         ],
         [
             "*",
-            f"regexp_extract(table_key, {q(r'^([^:|]+)[:|]')}, 1) AS rec_table",
+            # the text before the first `:` or `|`, when there is some
+            f"CASE WHEN ({sep_at} > 1)"
+            " THEN substring_index(substring_index(table_key, ':', 1), '|', 1) ELSE '' END AS rec_table",
             f"CASE WHEN ({fields_text} = '') THEN CAST(array() AS ARRAY<STRING>)"
             f" ELSE split({fields_text}, {q(_FIELD_SPLIT)}) END AS tokens",
+            # the first field token holds a `:` exactly when the text up to the first `|` does
+            # (a `|` followed by text without `:` stays inside the token: see the module docstring)
+            f"(({fields_text} <> '') AND (instr(substring_index({fields_text}, '|', 1), ':') = 0)) AS first_field_bare",
         ],
     ]
 
@@ -354,8 +382,7 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
         f" WHEN {_out_of_range('local_ts')} THEN '{BAD_TS}'"
         " WHEN (tail IS NULL) THEN 'no SET/DEL op token'"
         " WHEN (rec_table = '') THEN 'no TABLE<sep>key before the op'"
-        " WHEN ((size(tokens) > 0) AND (instr(try_element_at(tokens, 1), ':') = 0))"
-        f" THEN {field_without_colon} END"
+        f" WHEN first_field_bare THEN {field_without_colon} END"
     )
     db = q(rec_db) if rec_db else f"CASE WHEN ({separator} = '|') THEN 'CONFIG_DB' ELSE 'APPL_DB' END"
     return {
@@ -380,7 +407,8 @@ def _recorded_host(recorded: dict[str, str], q: Quote) -> str:
     if not recorded:
         return ""
     pairs = ", ".join(f"{q(directory)}, {q(host)}" for directory, host in sorted(recorded.items()))
-    return f"try_element_at(map({pairs}), regexp_extract(source, {q('^(.*)/[^/]*$')}, 1)), "
+    directory = "substring(source, 1, length(source) - length(substring_index(source, '/', -1)) - 1)"
+    return f"try_element_at(map({pairs}), {directory}), "
 
 
 #: files Spark reads whole, in one task each (a codec that cannot start mid-stream)
@@ -401,24 +429,29 @@ def read_groups(paths: Sequence[str]) -> list[list[str]]:
     return [group for group in (packed, plain) if group]
 
 
-def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
-    """The projections `load` builds, as SQL expression text, in order (no Spark needed: the
-    command parses them while the JVM starts, see cli.py)."""
-    jc = _json_columns(q)
-    rc = _rec_columns(opts.timezone, opts.rec_db, q)
-    path_host = f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
+def plan_texts(opts: InputOptions, fmt: str, utc_session: bool = True, q: Quote = sql_string) -> list[list[str]]:
+    """The projections `load` builds for the lines of one format (JSON or REC), as SQL expression
+    text, in order (no Spark needed: the command parses them while the JVM starts, see cli.py)."""
+    columns = _json_columns(q) if fmt == JSON else _rec_columns(opts.timezone, opts.rec_db, q)
+    path_host = (
+        # the parent directory's name, without a regular expression on every line
+        "substring_index(substring_index(source, '/', -2), '/', 1)"
+        if opts.host_pattern == DEFAULT_HOST_PATTERN
+        else f"regexp_extract(source, {q(opts.host_pattern)}, 1)"
+    )
     originals = dict(opts.replaced)
     recorded = _recorded_host({} if opts.host else recorded_hosts([originals.get(p, p) for p in opts.paths]), q)
     host = (
         q(opts.host)
         if opts.host
-        else f"coalesce(host, {recorded}CASE WHEN (NOT ({path_host} = '')) THEN {path_host} END, 'unknown')"
+        else f"coalesce(host, {recorded}nullif({path_host}, ''), 'unknown')"
     )
+    line_checks = ["is_blank", "is_marker"] if fmt == REC else ["false AS is_blank", "false AS is_marker"]
     return [
-        *_parse_texts(utc_session, q, opts.replaced),
+        *_parse_texts(fmt, utc_session, q, opts.replaced),
         [
-            "value", "source", "block", "line", "rotation", "file", "is_json", "is_blank", "is_marker",
-            *[f"CASE WHEN is_json THEN {jc[name]} ELSE {rc[name]} END AS {quote_name(name)}" for name in jc],
+            "value", "source", "block", "line", "rotation", "file", *line_checks,
+            *[f"{expression} AS {quote_name(name)}" for name, expression in columns.items()],
         ],
         [
             # computed once, apart: two columns below depend on it
@@ -436,6 +469,29 @@ def plan_texts(opts: InputOptions, utc_session: bool = True, q: Quote = sql_stri
     ]
 
 
+#: the name the parse's query reads its scan by (a temporary view while the query is planned)
+_SCAN_VIEW = "swssd_replay_scan"
+
+
+def _query(source: str, projections: list[list[str]]) -> str:
+    """The projections over `source` as one query: the plan is built in one call into the JVM,
+    where a selectExpr takes about one call an expression (BENCHMARKS.md, "Replay start-up")."""
+    text = f"SELECT * FROM {source}"
+    for projection in projections:
+        text = f"SELECT {', '.join(projection)} FROM ({text})"
+    return text
+
+
+def _sql_over(spark: SparkSession, scan: DataFrame, query: str) -> DataFrame:
+    """`query` run over `scan` as the view _SCAN_VIEW, the view dropped once the query is planned
+    (the plan holds the scan itself)."""
+    scan.createOrReplaceTempView(_SCAN_VIEW)
+    try:
+        return spark.sql(query)
+    finally:
+        spark.catalog.dropTempView(_SCAN_VIEW)
+
+
 def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ()) -> Inputs:
     """Classify and parse every line of the inputs; counts are observed by the first action.
     `stored` inputs (segments) join them as they are; with no paths, no text is read."""
@@ -450,10 +506,23 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     # 3 bytes at the end of a split (readable.py): either way it is not read, and counted apart
     reader = spark.read.option(MAXLENGTH_OPTION, str(hadoop_max_length(limit)))
     # the file's metadata taken from each scan: a union of scans has none of its own
-    lines = _union([reader.text(group).select("value", "_metadata") for group in read_groups(opts.paths)]).where(
-        f"octet_length(value) <= {int(limit)}")
-    for projection in plan_texts(opts, utc_session, quoting(spark)):
-        lines = lines.selectExpr(*projection)
+    q = quoting(spark)
+    # Each format reads the text apart and keeps its own lines: the JSON parser cannot be
+    # compiled into Spark's generated code, and in one projection with the swss.rec parse it kept
+    # that from being compiled too (twice the time of reading the text twice, BENCHMARKS.md
+    # "Replay against plain Spark"). `line` is numbered before the lines are parted, so that
+    # both number the same lines of a split alike.
+    branches = " UNION ALL ".join(
+        _query(f"{_SCAN_VIEW} WHERE {FORMAT_FILTERS[fmt]}", plan_texts(opts, fmt, utc_session, q))
+        for fmt in FORMAT_FILTERS
+    )
+    parts = []
+    for group in read_groups(opts.paths):
+        # the file's metadata taken from each scan: a union of scans has none of its own
+        scan = reader.text(group).selectExpr("value", "_metadata", "monotonically_increasing_id() AS line").where(
+            f"octet_length(value) <= {int(limit)}")
+        parts.append(_sql_over(spark, scan, branches))
+    lines = _union(parts)
     observation = Observation("replay_inputs")
     lines = lines.observe(
         observation,

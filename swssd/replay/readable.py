@@ -235,6 +235,10 @@ def _local_files(path: str) -> list[str]:
     return files
 
 
+#: threads checking `.gz` inputs
+GZ_THREADS = 2
+
+
 class InputCheck:
     """The check of the local inputs among `paths`, running in two threads from construction: the
     `.gz` files (which Spark must not be given when damaged), and the others (which only the
@@ -248,10 +252,13 @@ class InputCheck:
         self._repairs: str | None = None  # a private directory for the readable parts of cut files
         self._long: list[LongLine] = []
         self._lock = threading.Lock()
+        packed = [x for x in local if x[1].endswith(".gz")]
+        # the `.gz` files in GZ_THREADS threads (zlib lets go of the GIL while it inflates): the
+        # command waits for them before Spark may read, and a fleet's are most of its text
+        groups = [packed[i::GZ_THREADS] for i in range(GZ_THREADS)] + [[x for x in local if not x[1].endswith(".gz")]]
         self._threads = [
             threading.Thread(target=self._run, args=(group,), name=f"swssd-input-check-{i}", daemon=True)
-            for i, group in enumerate(([x for x in local if x[1].endswith(".gz")],
-                                       [x for x in local if not x[1].endswith(".gz")]))
+            for i, group in enumerate(groups)
         ]
         for thread in self._threads:
             thread.start()
@@ -270,19 +277,26 @@ class InputCheck:
                     self._cuts[given] = cut
 
     def _repair_dir(self) -> str:
-        if self._repairs is None:
-            self._repairs = tempfile.mkdtemp(prefix="swssd-replay-cut-")
-        return self._repairs
+        with self._lock:  # two threads may find a cut file
+            if self._repairs is None:
+                self._repairs = tempfile.mkdtemp(prefix="swssd-replay-cut-")
+            return self._repairs
+
+    def _packed_checked(self) -> None:
+        for thread in self._threads[:GZ_THREADS]:
+            thread.join()
 
     def unreadable(self) -> dict[str, str]:
         """Path -> why, once the `.gz` files are checked (waits for them)."""
-        self._threads[0].join()
-        return dict(self._found)
+        self._packed_checked()
+        with self._lock:
+            return dict(self._found)
 
     def cuts(self) -> dict[str, Cut]:
         """Path -> its Cut, for the `.gz` files damaged after some text (waits for them)."""
-        self._threads[0].join()
-        return dict(self._cuts)
+        self._packed_checked()
+        with self._lock:
+            return dict(self._cuts)
 
     def close(self) -> None:
         """Remove the repaired copies (once Spark no longer reads them)."""

@@ -63,6 +63,9 @@ def session_settings(
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+        # Past 32 input paths Spark lists them with a job of its own (a second or so of a fleet's
+        # replay): a capture's files are listed faster by the driver.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1024",
         # The fold collects each key's events in a hash map; past 128 keys (the default) Spark
         # would sort every row of the partition by key instead. Bounded, so that a partition with
         # very many keys still falls back to the sort (which spills) rather than run out of memory.
