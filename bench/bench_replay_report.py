@@ -20,7 +20,6 @@ Run: .venv/bin/python bench/bench_replay_report.py [--events 4000000] [--hosts 4
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import random
 import shutil
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 from bench_replay import replay  # bench/ is the script's directory: the same timed call
+from fleet_rec import write_rotated
 
 TABLES = 20
 KEYS = 500
@@ -85,26 +85,6 @@ def _rec_line(rng: random.Random, i: int, us: int) -> str:
     return f"{rec_ts(us)}|{table}:{key}|SET|" + "|".join(f"{f}:{_value(rng, f, i)}" for f in fields)
 
 
-def _write_rotated(directory: Path, base: str, lines: list[str]) -> None:
-    """~FILE_BYTES files, the newest `base`, older ones base.1, base.2 ...; the oldest gzipped."""
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for line in lines:
-        if size + len(line) + 1 > FILE_BYTES and chunks[-1]:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(line)
-        size += len(line) + 1
-    directory.mkdir(parents=True, exist_ok=True)
-    for age, chunk in enumerate(reversed(chunks)):
-        data = ("\n".join(chunk) + "\n").encode()
-        name = base + (f".{age}" if age else "")
-        if age and age == len(chunks) - 1:
-            (directory / f"{name}.gz").write_bytes(gzip.compress(data, compresslevel=1))
-        else:
-            (directory / name).write_bytes(data)
-
-
 def generate(root: Path, events: int, hosts: int, rejects: bool = True, seed: int = 1) -> None:
     """`events` records over `hosts` hosts: sw1.. JSON Lines, the last host swss.rec."""
     rng = random.Random(seed)
@@ -118,7 +98,8 @@ def generate(root: Path, events: int, hosts: int, rejects: bool = True, seed: in
             lines.append(_rec_line(rng, i, us) if rec else _json_line(rng, host, i, us))
             if rejects and i % REJECT_EVERY == 0:
                 lines.append('{"ts": "2026-11-26T00:00:00Z", "broken' if not rec else "core dumped while writ")
-        _write_rotated(root / host, "swss.rec" if rec else "swssd.capture.jsonl", lines)
+        write_rotated(root / host, "swss.rec" if rec else "swssd.capture.jsonl", lines,
+                      lambda age, files: age > 0 and age == files - 1, FILE_BYTES)  # the oldest gzipped
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 START_US = 1_795_737_600_000_000  # 2026-11-27T00:00:00Z
@@ -91,11 +92,14 @@ def _line(rng: random.Random, us: int) -> str:
     return f"{head}|SET|{_fields(rng, table)}"
 
 
-def _write_rotated(directory: Path, lines: list[str]) -> None:
+def write_rotated(directory: Path, base: str, lines: list[str], gzipped: Callable[[int, int], bool],
+                  file_bytes: int = FILE_BYTES) -> None:
+    """`lines` as logrotate leaves them: files of about `file_bytes`, the newest `base`, older ones
+    base.1, base.2 ...; `gzipped(age, files)` says which are compressed (as base.N.gz)."""
     chunks: list[list[str]] = [[]]
     size = 0
     for line in lines:
-        if size + len(line) + 1 > FILE_BYTES and chunks[-1]:
+        if size + len(line) + 1 > file_bytes and chunks[-1]:
             chunks.append([])
             size = 0
         chunks[-1].append(line)
@@ -103,10 +107,11 @@ def _write_rotated(directory: Path, lines: list[str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for age, chunk in enumerate(reversed(chunks)):
         data = ("\n".join(chunk) + "\n").encode()
-        if age >= 2:
-            (directory / f"swss.rec.{age}.gz").write_bytes(gzip.compress(data, compresslevel=6))
+        name = base + (f".{age}" if age else "")
+        if gzipped(age, len(chunks)):
+            (directory / f"{name}.gz").write_bytes(gzip.compress(data, compresslevel=6))
         else:
-            (directory / ("swss.rec" + (f".{age}" if age else ""))).write_bytes(data)
+            (directory / name).write_bytes(data)
 
 
 def generate(root: Path, events: int, hosts: int = 4, seed: int = 1) -> None:
@@ -119,4 +124,5 @@ def generate(root: Path, events: int, hosts: int = 4, seed: int = 1) -> None:
         for _ in range(per_host):
             lines.append(_line(rng, us))
             us += STEP_US
-        _write_rotated(root / f"sw{h}", lines)
+        # delaycompress: the newest rotated file stays plain
+        write_rotated(root / f"sw{h}", "swss.rec", lines, lambda age, _files: age >= 2)

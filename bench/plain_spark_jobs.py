@@ -17,9 +17,9 @@ import sys
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-#: timestamp | table, its separator, key | op [| fields]
+#: timestamp | table, its separator (`:` APPL_DB, `|` CONFIG_DB), key | op [| fields]
 ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
-LINE = r"^(\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6})\|([^:|]+)[:|](.*?)\|(SET|DEL)(?:\|(.*))?$"
+LINE = r"^(\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6})\|([^:|]+)([:|])(.*?)\|(SET|DEL)(?:\|(.*))?$"
 
 
 def events(spark: SparkSession, inputs: list[str]) -> DataFrame:
@@ -29,9 +29,10 @@ def events(spark: SparkSession, inputs: list[str]) -> DataFrame:
         F.regexp_extract(F.input_file_name(), r"/([^/]+)/[^/]+$", 1).alias("host"),
         F.regexp_extract("value", LINE, 1).alias("ts_text"),
         F.regexp_extract("value", LINE, 2).alias("table"),
-        F.regexp_extract("value", LINE, 3).alias("key"),
-        F.regexp_extract("value", LINE, 4).alias("op"),
-        F.regexp_extract("value", LINE, 5).alias("fields"),
+        F.regexp_extract("value", LINE, 3).alias("sep"),
+        F.regexp_extract("value", LINE, 4).alias("key"),
+        F.regexp_extract("value", LINE, 5).alias("op"),
+        F.regexp_extract("value", LINE, 6).alias("fields"),
     ).where(F.col("table") != "")
     return parsed.withColumn("ts", F.to_timestamp("ts_text", "yyyy-MM-dd.HH:mm:ss.SSSSSS")).drop("ts_text")
 
@@ -50,9 +51,9 @@ def stats(spark: SparkSession, inputs: list[str], out: str) -> None:
         print(r["host"], r["table"], r["events"], r["keys"], r["first"], r["last"])
 
 
-def _state(spark: SparkSession, inputs: list[str]) -> DataFrame:
+def _state(spark: SparkSession, inputs: list[str], where: str = "true") -> DataFrame:
     """Each entry's fields at the end: the fields SET after the entry's last DEL, each its last value."""
-    ev = events(spark, inputs).withColumn("seq", F.monotonically_increasing_id())
+    ev = events(spark, inputs).where(where).withColumn("seq", F.monotonically_increasing_id())
     entry = ["host", "table", "key"]
     last_del = ev.where("op = 'DEL'").groupBy(*entry).agg(F.max(F.struct("ts", "seq")).alias("gone"))
     sets = (
@@ -81,12 +82,12 @@ def history(spark: SparkSession, inputs: list[str], out: str, key: str) -> None:
 
 
 def diff(spark: SparkSession, inputs: list[str], out: str, dump: str) -> None:
-    """The replayed state of one host against a `swssd dump`-style JSON file {"TABLE:key": {...}}."""
+    """The replayed APPL_DB state of one host against a `swssd dump` JSON file {"TABLE": {"key": {...}}}."""
     with open(dump, encoding="utf-8") as f:
         dumped = json.load(f)
-    rows = [(k.split(":", 1)[0], k.split(":", 1)[1], v) for k, v in dumped.items()]
+    rows = [(table, key, fields) for table, entries in dumped.items() for key, fields in entries.items()]
     want = spark.createDataFrame(rows, "table string, key string, dumped map<string,string>")
-    got = _state(spark, inputs).drop("host")
+    got = _state(spark, inputs, where="sep = ':'").drop("host")
     differ = got.join(want, ["table", "key"], "full_outer").where(
         F.col("fields").isNull() | F.col("dumped").isNull()
         | (F.to_json("fields") != F.to_json(F.map_from_entries(F.array_sort(F.map_entries("dumped"))))))

@@ -78,7 +78,8 @@ def _common(filters: bool = True, output: bool = True) -> argparse.ArgumentParse
     s.add_argument("--master-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="give up on a spark:// master whose port does not answer within SECONDS "
                         "(default 20): exit 2 at once instead of after Spark's own minute of retries")
-    s.add_argument("--driver-memory", help="spark.driver.memory for a local run, e.g. 4g")
+    s.add_argument("--driver-memory",
+                   help="spark.driver.memory for a local run, e.g. 8g (default: a quarter of the machine's, 1g to 4g)")
     s.add_argument("--conf", action="append", type=_conf, default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
     s.add_argument("--verbose", action="store_true",

@@ -172,7 +172,8 @@ def _op_text(op: str, kind: str | None, dead_letter: bool, reason: str | None = 
 
 def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
-    events = _events(inputs, args, args.db).withColumnRenamed("dl_reason", "reason")
+    # parsed once: the sort's sampling, its write and the first rows printed read the same events
+    events = _events(inputs, args, args.db).withColumnRenamed("dl_reason", "reason").persist()
     path = out_path(args, "history")
     written = _write(events.orderBy("ord").select(*HISTORY_COLUMNS), path)
     _report_inputs(inputs, args)

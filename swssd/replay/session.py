@@ -25,6 +25,21 @@ _NOISY_LOGGERS = (
 )
 
 
+#: the driver memory of a local replay by default: a quarter of the machine's, within these (GiB)
+LOCAL_DRIVER_MEMORY_GIB = (1, 4)
+
+
+def local_driver_memory() -> str:
+    """A quarter of the machine's memory, at least 1g and at most 4g: Spark's own default (1g)
+    ran `replay state` on 8M events out of memory; in local mode the driver is every executor."""
+    low, high = LOCAL_DRIVER_MEMORY_GIB
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return f"{low}g"
+    return f"{max(low, min(high, total // 4 >> 30))}g"
+
+
 def session_settings(
     master: str | None = None,
     conf: dict[str, str] | None = None,
@@ -58,6 +73,8 @@ def session_settings(
             settings["spark.sql.files.minPartitionNum"] = str(4 * (os.cpu_count() or 2))
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
+    elif master and master.startswith("local") and "spark.driver.memory" not in conf:
+        settings["spark.driver.memory"] = local_driver_memory()
     settings.update({
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
