@@ -18,8 +18,10 @@ last instants of swssd's printed table must equal plain's and python's. Prints e
 1-minute load average before it, medians, the plain/swssd time ratio per command and size (above 1:
 swssd is faster), and the per-event slope (seconds per million events between the two sizes).
 
+`--baseline DIR` (an earlier swssd tree) adds its `replay stats` as a third side, `before`.
+
 Run: .venv/bin/python bench/bench_replay_baselines.py [--sizes 2000000 8000000] [--rounds 3]
-     [--commands stats state history diff report] [--other-rounds 1] [--keep DIR]
+     [--commands stats state history diff report] [--other-rounds 1] [--keep DIR] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -78,10 +80,12 @@ def awk_argv(data: Path) -> list[str]:
     return ["sh", "-c", script]
 
 
-def timed(argv: list[str], stdout: Path, ok: tuple[int, ...] = (0,)) -> float:
+def timed(argv: list[str], stdout: Path, ok: tuple[int, ...] = (0,), tree: Path | None = None) -> float:
+    """Wall time of `argv`; `tree`: an earlier swssd tree to run it from."""
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree else None
     t = time.perf_counter()
     with open(stdout, "wb") as out:
-        done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, cwd=HERE.parent)
+        done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, cwd=tree or HERE.parent, env=env)
     elapsed = time.perf_counter() - t
     if done.returncode not in ok:
         raise SystemExit(f"{argv[:4]} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
@@ -98,7 +102,7 @@ def python_stats(data: Path) -> tuple[float, Answer]:
         host = Path(directory).name
         for path in sorted(Path(directory).glob("swss.rec*")):
             opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+            with opener(path, "rt", encoding="utf-8") as f:
                 for line in f:
                     m = LINE.match(line.rstrip("\n"))
                     if m is None:
@@ -150,7 +154,7 @@ def write_dump(data: Path, dump: Path) -> None:
                    if p.name.count(".") >= 2 else 0)
     for path in paths:
         opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        with opener(path, "rt", encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("|")
                 m = LINE.match(line.rstrip("\n"))
@@ -171,9 +175,9 @@ def write_dump(data: Path, dump: Path) -> None:
     state.pop(names[5], None)
     state = {k: v for k, v in state.items() if not k.startswith("INTF_TABLE:")}
     tables: dict[str, dict[str, dict[str, str]]] = {}
-    for name, fields in state.items():
+    for name, entry in state.items():
         table, key = name.split(":", 1)
-        tables.setdefault(table, {})[key] = fields
+        tables.setdefault(table, {})[key] = entry
     dump.write_text(json.dumps(tables))
 
 
@@ -184,6 +188,8 @@ def main() -> None:
     ap.add_argument("--other-rounds", type=int, default=1, help="interleaved rounds of the other commands")
     ap.add_argument("--commands", nargs="+", default=["stats", "state", "history", "diff", "report"])
     ap.add_argument("--keep", type=Path, help="generate into (and keep, and reuse) this directory")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="an earlier swssd tree: its `replay stats` runs as a third side, `before`")
     args = ap.parse_args()
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_replay_baselines_"))
@@ -208,13 +214,15 @@ def main() -> None:
                 rounds = args.rounds if command == "stats" else args.other_rounds
                 for r in range(rounds):
                     sides = ["swssd", "plain"] if r % 2 == 0 else ["plain", "swssd"]
+                    if args.baseline and command == "stats":
+                        sides.insert(r % 3, "before")
                     for side in sides:
-                        argv = (swssd_argv if side == "swssd" else plain_argv)(command, data, out / side, dump)
+                        argv = (plain_argv if side == "plain" else swssd_argv)(command, data, out / side, dump)
                         loads.append(os.getloadavg()[0])
                         printed = out / f"{side}-{command}.txt"
                         # `replay diff` exits 1 when it finds differences (the dump has some)
                         ok = (1,) if side == "swssd" and command == "diff" else (0,)
-                        elapsed = timed(argv, printed, ok)
+                        elapsed = timed(argv, printed, ok, args.baseline if side == "before" else None)
                         runs.setdefault((size, command, side), []).append(elapsed)
                         print(f"{size:>9,} {command:8s} round {r + 1}: {side:6s} {elapsed:6.1f} s  "
                               f"load {loads[-1]:.1f}", flush=True)
@@ -238,6 +246,9 @@ def main() -> None:
                 m = {side: statistics.median(runs[(size, command, side)])
                      for side in ("swssd", "plain", "awk", "python") if (size, command, side) in runs}
                 extra = (f" {m['awk']:6.1f} {m['python']:7.1f}" if "awk" in m else "")
+                if (size, command, "before") in runs:
+                    before = statistics.median(runs[(size, command, "before")])
+                    extra += f"   before {before:.1f} s (before/swssd {before / m['swssd']:.2f})"
                 ratio = m["plain"] / m["swssd"]
                 print(f"{size:>9,} {command:8s} {m['swssd']:7.1f} {m['plain']:7.1f} {ratio:11.2f}{extra}")
         if len(args.sizes) >= 2:
