@@ -156,7 +156,8 @@ def _create(settings: dict[str, str]) -> SparkSession:
 def _quiet(spark: SparkSession) -> None:
     # py4j logs at INFO, with a traceback, each pooled connection it finds reset and replaces
     # ("Exception while sending command."): the call is retried, nothing for the user to see.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):  # a child's own level would win
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         jvm: Any = spark.sparkContext._jvm  # None (no JVM) fails below, skipped as any other
         level = jvm.org.apache.logging.log4j.Level.ERROR
