@@ -447,6 +447,18 @@ async def lose_redis_data(db: DBConnector) -> None:
     await db.redis.flushall()
 
 
+async def three_popped_batches(db: DBConnector) -> tuple[ProducerStateTable, Any]:
+    """A producer of table T and a reliable pop that took three batches (old0-old2), one each,
+    added to its pending map: the record's numbers 1-3 handed over."""
+    producer = ProducerStateTable(db, "T")
+    source = state_pop(db)
+    for i in range(3):
+        await producer.set(f"old{i}", [("f", "v")])
+        for b in await source.pop():
+            source.pending.add_many(b.tasks, b.seq)
+    return producer, source
+
+
 async def test_after_redis_lost_its_data_a_lost_reply_is_read_back_and_nothing_handled_comes_again(
     db: DBConnector, lossy: LosesReplies
 ) -> None:
@@ -455,12 +467,7 @@ async def test_after_redis_lost_its_data_a_lost_reply_is_read_back_and_nothing_h
     start does not hand it over again after a newer change of its key (a field the key no longer
     had would come back, as in the campaign's seed 10, which test_a_removal_meant_for_the_lost_
     record_leaves_the_new_records_batches plays)."""
-    producer = ProducerStateTable(db, "T")
-    source = state_pop(db)
-    for i in range(3):
-        await producer.set(f"old{i}", [("f", "v")])
-        for b in await source.pop():
-            source.pending.add_many(b.tasks, b.seq)
+    producer, source = await three_popped_batches(db)
     assert source.last_seq == 3
     finish_all(source.pending)
     await source.clear()
@@ -527,12 +534,7 @@ async def test_a_removal_meant_for_the_lost_record_leaves_the_new_records_batche
     second pop on the same record) before the removal of the old 1-3 runs: the new ones stay, and
     the next start takes them over (the campaign's seed 10: a DEL removed so was never replayed,
     and an older field of its key came back)."""
-    producer = ProducerStateTable(db, "T")
-    source = state_pop(db)
-    for i in range(3):
-        await producer.set(f"old{i}", [("f", "v")])
-        for b in await source.pop():
-            source.pending.add_many(b.tasks, b.seq)
+    producer, source = await three_popped_batches(db)
     finish_all(source.pending)
     await lose_redis_data(db)
     other = state_pop(db)
