@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import diff as diff_mod
@@ -197,29 +197,19 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
 # -- stats --------------------------------------------------------------------------------
 
 
-def _collect_and_write(df: DataFrame, path: str) -> list[Row]:
-    """A few rows: computed once, written and returned."""
-    df = df.persist()
-    rows = df.collect()
-    df.write.mode("overwrite").parquet(path)
-    return rows
-
-
-def _write_and_take(df: DataFrame, path: str, n: int) -> list[Row]:
-    """Written, and its first `n` rows from the same computation (cached in its order)."""
-    df = df.persist()
-    df.write.mode("overwrite").parquet(path)
-    return df.limit(n).collect()
-
-
 def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     inputs = _load(spark, args)
     st = stats_mod.compute(_events(inputs, args, args.db))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
-    tables = _collect_and_write(st.tables, tables_path)
-    notifications = _collect_and_write(st.notifications, notifications_path)
-    top = _write_and_take(st.keys, keys_path, args.top)
+    # the first action computes what every other reads from its cache: one collect of every
+    # table's and op's figures, then the few keys printed, then the files
+    figures = st.per_table_and_op.collect()
+    tables, notifications = st.tables(figures), st.notifications(figures)
+    top = st.top_keys(args.top)
+    st.keys_ordered().write.mode("overwrite").parquet(keys_path)
+    st.tables_frame().write.mode("overwrite").parquet(tables_path)
+    st.notifications_frame().write.mode("overwrite").parquet(notifications_path)
     _report_inputs(inputs, args)
     print(f"per table -> {tables_path}")
     print(text_table(

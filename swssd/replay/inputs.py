@@ -482,14 +482,14 @@ def _query(source: str, projections: list[list[str]]) -> str:
     return text
 
 
-def _sql_over(spark: SparkSession, scan: DataFrame, query: str) -> DataFrame:
-    """`query` run over `scan` as the view _SCAN_VIEW, the view dropped once the query is planned
-    (the plan holds the scan itself)."""
-    scan.createOrReplaceTempView(_SCAN_VIEW)
+def sql_over(df: DataFrame, query: str, view: str = _SCAN_VIEW) -> DataFrame:
+    """`query` run over `df` as the temporary view `view`, dropped once the query is planned (the
+    plan holds `df` itself): a query of many steps is planned in one call into the JVM."""
+    df.createOrReplaceTempView(view)
     try:
-        return spark.sql(query)
+        return df.sparkSession.sql(query)
     finally:
-        spark.catalog.dropTempView(_SCAN_VIEW)
+        df.sparkSession.catalog.dropTempView(view)
 
 
 def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ()) -> Inputs:
@@ -521,7 +521,7 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
         # the file's metadata taken from each scan: a union of scans has none of its own
         scan = reader.text(group).selectExpr("value", "_metadata", "monotonically_increasing_id() AS line").where(
             f"octet_length(value) <= {int(limit)}")
-        parts.append(_sql_over(spark, scan, branches))
+        parts.append(sql_over(scan, branches))
     lines = _union(parts)
     observation = Observation("replay_inputs")
     lines = lines.observe(

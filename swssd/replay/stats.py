@@ -1,137 +1,208 @@
 """stats: per host/table event counts, SET/DEL split, distinct keys, events per minute, flapping
 keys, and notifications per channel and op.
 
-One aggregation over the events, per key, notification op and minute, is cached; every figure is
-derived from it, so the input is read once, and aggregated further with plain sums, counts and
-bitwise ORs (no distinct counts, no sets: each costs Spark a slower aggregation). A
-notification's op is its own (any text), so it is counted apart from SET and DEL; its key is the
-message's data, so notifications are ranked per channel and op rather than among the flapping
-keys.
+Two aggregations, planned as one query: the events per key, notification op and minute, then
+grouping sets over those rows: per key (the keys table, and each table's distinct keys and
+sums), per table and minute (each table's busiest minute) and per channel, op and minute (the
+notifications). That result is cached; the keys table is written from it, and one small
+aggregation of it gives the per-table and per-op figures, collected in one job. Each figure is a
+plain sum, count, min, max or bitwise OR: no distinct counts and no sets, which cost Spark a
+slower aggregation, and few jobs, each of which costs a started JVM planning, compiling and
+scheduling time (BENCHMARKS.md, "Replay against plain Spark").
+
+A notification's op is its own (any text), so it is counted apart from SET and DEL; its key is
+the message's data, so notifications are ranked per channel and op rather than among the
+flapping keys.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..capture.format import KINDS
 from .fold import KEY_COLUMNS
+from .inputs import quote_name, sql_over
 
 TABLE_COLUMNS = ["host", "db", "table"]
 SUMS = ["events", "sets", "dels", "notifications", "dead_letters"]
-
-
-@dataclass
-class Stats:
-    tables: DataFrame
-    """host, db, table, kind, events, sets, dels, notifications, dead_letters, distinct_keys,
-    first_ts, last_ts, active_minutes, events_per_minute (events over the span, at least one
-    minute), peak_per_minute"""
-    keys: DataFrame
-    """host, db, table, kind, key, events, sets, dels, dead_letters, first_ts, last_ts,
-    active_minutes of table entries (not notifications), the most changed first (a key that
-    keeps being set and deleted is flapping)"""
-    notifications: DataFrame
-    """host, db, table (the channel), op, events, dead_letters, first_ts, last_ts,
-    active_minutes, peak_per_minute, the most frequent first"""
-
-
-def _count(cond: Column) -> Column:
-    return F.sum(F.when(cond, 1).otherwise(0))
-
+TABLE_FIGURES = [*TABLE_COLUMNS, "kind", *SUMS, "distinct_keys", "first_ts", "last_ts", "active_minutes",
+                 "events_per_minute", "peak_per_minute"]
+"""The columns of `Stats.tables`: events_per_minute is the events over the span (at least one
+minute)."""
+KEY_FIGURES = [*TABLE_COLUMNS, "kind", "key", "events", "sets", "dels", "dead_letters", "first_ts", "last_ts",
+               "active_minutes"]
+"""The columns of `Stats.keys`: table entries (not notifications), the most changed first (a key that
+keeps being set and deleted is flapping)."""
+OP_FIGURES = [*TABLE_COLUMNS, "op", "events", "dead_letters", "first_ts", "last_ts", "active_minutes",
+              "peak_per_minute"]
+"""The columns of `Stats.notifications` (`table` is the channel), the most frequent first."""
 
 #: the kinds a record may have, each a bit of a mask: a bitwise OR aggregates them in Spark's
 #: plain hash aggregation (a set of strings would take its slower object aggregation)
 KIND_BITS = sorted(KINDS)
 
+#: the grouping sets of the second aggregation (the `g` column)
+PER_KEY, PER_OP_MINUTE, PER_MINUTE = 1, 2, 3
+_MINUTE_US = 60_000_000
+_EVENTS_VIEW = "swssd_replay_stats_events"
+_KEYS = ", ".join(map(quote_name, KEY_COLUMNS))
+_TABLE = ", ".join(map(quote_name, TABLE_COLUMNS))
 
-def _kind_bit() -> Column:
+
+def _kind_bit() -> str:
     """The bit of a record's kind; a record without one counts as `state`, the way it replays."""
-    kind = F.coalesce(F.col("kind"), F.lit("state"))
-    bit = F.lit(0)
-    for i, name in enumerate(KIND_BITS):
-        bit = F.when(kind == name, F.lit(1 << i)).otherwise(bit)
-    return bit
+    cases = " ".join(f"WHEN '{name}' THEN {1 << i}" for i, name in enumerate(KIND_BITS))
+    return f"CASE coalesce(kind, 'state') {cases} ELSE 0 END"
 
 
-def _kinds_text(mask: Column) -> Column:
+def _kinds_text(mask: str) -> str:
     """The kinds of a mask, comma-separated in name order."""
-    return F.concat_ws(",", *(F.when((mask.bitwiseAND(1 << i)) != 0, F.lit(name))
-                              for i, name in enumerate(KIND_BITS))).alias("kind")
+    names = ", ".join(f"CASE WHEN (({mask}) & {1 << i}) != 0 THEN '{name}' END" for i, name in enumerate(KIND_BITS))
+    return f"concat_ws(',', {names})"
 
 
-def _minute() -> Column:
-    """The UTC minute of `ts`, by arithmetic: date_trunc goes through the session's time zone
-    rules for every event (about a fifth of the aggregation's time)."""
-    micros = F.unix_micros("ts")
-    return F.timestamp_micros(micros - F.pmod(micros, F.lit(60_000_000))).alias("minute")
+def _state_only(aggregate: str, column: str) -> str:
+    """`aggregate` of `column` over the rows of table entries (not notifications): null if none."""
+    return f"{aggregate}(CASE WHEN nop IS NULL THEN {column} END)"
+
+
+# The events of each key, notification op and minute. The minute is a number (UTC microseconds at
+# its start), by arithmetic: date_trunc goes through the session's time zone rules for every event.
+_PER_MINUTE = f"""
+SELECT {_KEYS}, nop, minute,
+  bit_or(kind_bit) AS kinds, count(1) AS events,
+  sum(CASE WHEN (NOT is_notification) AND op = 'SET' THEN 1 ELSE 0 END) AS sets,
+  sum(CASE WHEN (NOT is_notification) AND op = 'DEL' THEN 1 ELSE 0 END) AS dels,
+  sum(CASE WHEN is_notification THEN 1 ELSE 0 END) AS notifications,
+  sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters,
+  min(ts) AS first_ts, max(ts) AS last_ts
+FROM (
+  SELECT {_KEYS}, op, ts, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
+    CASE WHEN is_notification THEN op END AS nop,
+    unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}) AS minute
+  FROM (SELECT *, (kind <=> 'notification') AS is_notification FROM {_EVENTS_VIEW})
+)
+GROUP BY {_KEYS}, nop, minute
+"""
+
+# Over those rows, three grouping sets at once (one pass, one shuffle): a row per key across its
+# ops and minutes (with its table-entry figures apart), per table and minute, per channel, op and
+# minute (rows of table entries, whose op is null, are left out there).
+_GROUPED = f"""
+SELECT * FROM (
+SELECT {_KEYS}, nop,
+  CASE WHEN grouping(minute) = 1 THEN {PER_KEY} WHEN grouping(nop) = 0 THEN {PER_OP_MINUTE} ELSE {PER_MINUTE} END AS g,
+  bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, sum(dels) AS dels,
+  sum(notifications) AS notifications, sum(dead_letters) AS dead_letters,
+  min(first_ts) AS first_ts, max(last_ts) AS last_ts,
+  {_state_only('bit_or', 'kinds')} AS s_kinds, {_state_only('sum', 'events')} AS s_events,
+  {_state_only('sum', 'sets')} AS s_sets, {_state_only('sum', 'dels')} AS s_dels,
+  {_state_only('sum', 'dead_letters')} AS s_dead_letters,
+  {_state_only('min', 'first_ts')} AS s_first_ts, {_state_only('max', 'last_ts')} AS s_last_ts,
+  {_state_only('count', '1')} AS s_minutes
+FROM ({_PER_MINUTE})
+GROUP BY GROUPING SETS (({_KEYS}), ({_TABLE}, nop, minute), ({_TABLE}, minute))
+)
+WHERE g != {PER_OP_MINUTE} OR nop IS NOT NULL
+"""
+
+# The next two read the cached rows through the DataFrame API: a query of a temporary view over
+# them would drop the cache with the view.
+_KEYS_TABLE = [
+    *map(quote_name, TABLE_COLUMNS), f"{_kinds_text('s_kinds')} AS kind", "`key`", "s_events AS events",
+    "s_sets AS sets", "s_dels AS dels", "s_dead_letters AS dead_letters", "s_first_ts AS first_ts",
+    "s_last_ts AS last_ts", "s_minutes AS active_minutes",
+]
+
+# A row per table (op null) and per channel and op: from the keys (the table's sums, kinds and
+# distinct keys), its minutes (busiest minute, active minutes) and each op's minutes.
+_OP = f"CASE WHEN g = {PER_OP_MINUTE} THEN nop END AS op"
+_PER_TABLE_AND_OP = [
+    f"bit_or(CASE WHEN g = {PER_KEY} THEN kinds END) AS kinds",
+    f"sum(CASE WHEN g != {PER_MINUTE} THEN events END) AS events",
+    f"sum(CASE WHEN g = {PER_KEY} THEN sets END) AS sets",
+    f"sum(CASE WHEN g = {PER_KEY} THEN dels END) AS dels",
+    f"sum(CASE WHEN g = {PER_KEY} THEN notifications END) AS notifications",
+    f"sum(CASE WHEN g != {PER_MINUTE} THEN dead_letters END) AS dead_letters",
+    f"count(CASE WHEN g = {PER_KEY} THEN 1 END) AS distinct_keys",
+    f"min(CASE WHEN g != {PER_MINUTE} THEN first_ts END) AS first_ts",
+    f"max(CASE WHEN g != {PER_MINUTE} THEN last_ts END) AS last_ts",
+    f"count(CASE WHEN g != {PER_KEY} THEN 1 END) AS active_minutes",
+    f"max(CASE WHEN g != {PER_KEY} THEN events END) AS peak_per_minute",
+]
+_PER_TABLE_AND_OP_COLUMNS = [
+    *map(quote_name, TABLE_COLUMNS), "op", f"{_kinds_text('kinds')} AS kind", *SUMS, "distinct_keys", "first_ts",
+    "last_ts", "active_minutes",
+    f"round(events / greatest(1.0D, (unix_micros(last_ts) - unix_micros(first_ts)) / {_MINUTE_US}.0D), 1)"
+    " AS events_per_minute",
+    "peak_per_minute",
+]
+
+
+@dataclass
+class Stats:
+    keys: DataFrame
+    """KEY_FIGURES, unordered (see `top_keys` and `keys_ordered`)"""
+    per_table_and_op: DataFrame
+    """TABLE_FIGURES and `op`: a row per table (op null) and per channel and op (the rows of
+    notifications: their `kind`, sums apart from events and dead letters, distinct keys and
+    events per minute are not theirs). A few rows, cached."""
+
+    def keys_ordered(self) -> DataFrame:
+        """The keys, the most changed first."""
+        return self.keys.orderBy(*_order(_KEY_ORDER))
+
+    def top_keys(self, n: int) -> list[Row]:
+        return self.keys.orderBy(*_order(_KEY_ORDER)).limit(n).collect() if n > 0 else []
+
+    def tables(self, rows: list[Row]) -> list[Row]:
+        """The tables among `rows` (collected from per_table_and_op), by host, db and table."""
+        return sorted((_only(r, TABLE_FIGURES) for r in rows if r["op"] is None), key=_table_order)
+
+    def notifications(self, rows: list[Row]) -> list[Row]:
+        """The channels' ops among `rows`, the most frequent first."""
+        found = [_only(r, OP_FIGURES) for r in rows if r["op"] is not None]
+        return sorted(found, key=lambda r: (-r["events"], *_table_order(r), r["op"]))
+
+    def tables_frame(self) -> DataFrame:
+        """The tables, as `tables` orders them, in one file (a few rows)."""
+        return (self.per_table_and_op.where("op IS NULL").select(*TABLE_FIGURES)
+                .coalesce(1).sortWithinPartitions(*_order(TABLE_COLUMNS)))
+
+    def notifications_frame(self) -> DataFrame:
+        return (self.per_table_and_op.where("op IS NOT NULL").select(*OP_FIGURES)
+                .coalesce(1).sortWithinPartitions(*_order(_OP_ORDER)))
+
+
+#: the orders of the keys and of the notifications: columns, descending where starting with "-"
+_KEY_ORDER = ["-events", "-dels", *KEY_COLUMNS]
+_OP_ORDER = ["-events", *TABLE_COLUMNS, "op"]
+
+
+def _order(names: list[str]) -> list[Column]:
+    return [F.desc(n[1:]) if n.startswith("-") else F.asc(n) for n in names]
+
+
+def _only(row: Row, columns: list[str]) -> Row:
+    return Row(**{c: row[c] for c in columns})
+
+
+def _table_order(row: Row) -> tuple[tuple[bool, str], ...]:
+    """Spark's ascending order of strings (nulls first; UTF-8 bytes order as code points do)."""
+    return tuple((row[c] is not None, row[c] or "") for c in TABLE_COLUMNS)
 
 
 def compute(events: DataFrame) -> Stats:
-    """The figures, as DataFrames over one cached per-minute aggregation (one row per key,
-    notification op and minute: each count below is a count of its rows, never a distinct count)."""
-    is_notification = F.col("kind").eqNullSafe("notification")
-    per_minute = (
-        events.groupBy(
-            *KEY_COLUMNS,
-            F.when(is_notification, F.col("op")).alias("notification_op"),
-            _minute(),
-        )
-        .agg(
-            F.bit_or(_kind_bit()).alias("kinds"),
-            F.count(F.lit(1)).alias("events"),
-            _count(~is_notification & (F.col("op") == "SET")).alias("sets"),
-            _count(~is_notification & (F.col("op") == "DEL")).alias("dels"),
-            _count(is_notification).alias("notifications"),
-            _count(F.col("dead_letter")).alias("dead_letters"),
-            F.min("ts").alias("first_ts"),
-            F.max("ts").alias("last_ts"),
-        )
+    """The figures over `events`: the grouped rows cached, the rest derived from them."""
+    grouped = sql_over(events, _GROUPED, _EVENTS_VIEW).persist()
+    keys = grouped.where(f"g = {PER_KEY} AND s_minutes > 0").selectExpr(*_KEYS_TABLE)
+    per_table_and_op = (
+        grouped.groupBy(*TABLE_COLUMNS, F.expr(_OP))
+        .agg(*(F.expr(a) for a in _PER_TABLE_AND_OP))
+        .selectExpr(*_PER_TABLE_AND_OP_COLUMNS)
         .persist()
     )
-    span = [F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts")]
-    keys = (
-        per_minute.where(F.col("notification_op").isNull())
-        .groupBy(*KEY_COLUMNS)
-        .agg(F.bit_or("kinds").alias("kinds"), *(F.sum(c).alias(c) for c in ("events", "sets", "dels", "dead_letters")),
-             *span, F.count(F.lit(1)).alias("active_minutes"))
-        .select(*TABLE_COLUMNS, _kinds_text(F.col("kinds")), "key", "events", "sets", "dels", "dead_letters",
-                "first_ts", "last_ts", "active_minutes")
-        .orderBy(F.desc("events"), F.desc("dels"), *KEY_COLUMNS)
-    )
-    op_columns: list[Column | str] = [*TABLE_COLUMNS, F.col("notification_op").alias("op")]
-    op_minutes = (
-        per_minute.where(F.col("notification_op").isNotNull())
-        .groupBy(*op_columns, "minute")
-        .agg(F.sum("events").alias("n"), F.sum("dead_letters").alias("d"), *span)
-    )
-    notifications = (
-        op_minutes.groupBy(*TABLE_COLUMNS, "op")
-        .agg(F.sum("n").alias("events"), F.sum("d").alias("dead_letters"), *span,
-             F.count(F.lit(1)).alias("active_minutes"), F.max("n").alias("peak_per_minute"))
-        .orderBy(F.desc("events"), *TABLE_COLUMNS, "op")
-    )
-    minutes = per_minute.groupBy(*TABLE_COLUMNS, "minute").agg(F.sum("events").alias("n"))
-    peaks = minutes.groupBy(*TABLE_COLUMNS).agg(
-        F.max("n").alias("peak_per_minute"), F.count(F.lit(1)).alias("active_minutes")
-    )
-    span_minutes = F.greatest(
-        F.lit(1.0),
-        (F.unix_micros("last_ts") - F.unix_micros("first_ts")) / F.lit(60_000_000.0),
-    )
-    sums = [F.sum(c).alias(c) for c in SUMS]
-    table_keys = per_minute.groupBy(*TABLE_COLUMNS, "key").agg(F.bit_or("kinds").alias("kinds"), *sums, *span)
-    tables = (
-        table_keys.groupBy(*TABLE_COLUMNS)
-        .agg(F.bit_or("kinds").alias("kinds"), *sums, F.count(F.lit(1)).alias("distinct_keys"), *span)
-        .join(peaks, TABLE_COLUMNS)
-        .withColumn("events_per_minute", F.round(F.col("events") / span_minutes, 1))
-        .select(
-            *TABLE_COLUMNS, _kinds_text(F.col("kinds")), *SUMS, "distinct_keys",
-            "first_ts", "last_ts", "active_minutes", "events_per_minute", "peak_per_minute",
-        )
-        .orderBy(*TABLE_COLUMNS)
-    )
-    return Stats(tables=tables, keys=keys, notifications=notifications)
+    return Stats(keys=keys, per_table_and_op=per_table_and_op)
