@@ -295,43 +295,96 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
             [*where, f"from_json(value, {q(JSON_SCHEMA.json())}) AS j"],
             ["*", f"{_json_ts('j.ts', utc_session)} AS j_ts"],
         ]
-    rest = f"substring(value, 28, {_BIG})"
-    # the first `|SET` or `|DEL` token: followed by `|` or ending the line
-    op_at = _first_of("instr(rest, '|SET|')", "instr(rest, '|DEL|')",
-                      "CASE WHEN (endswith(rest, '|SET') OR endswith(rest, '|DEL')) THEN length(rest) - 3 END")
     # Java's \s: space, tab, newline, vertical tab, form feed, carriage return
     spaces = "concat(' ', char(9), char(10), char(11), char(12), char(13))"
     blank = f"((value = '') OR ((ascii(value) IN (9, 10, 11, 12, 13, 32)) AND (translate(value, {spaces}, '') = '')))"
+    marker = f"((octet_length(value) = {_REC_HEAD + len(REC_STARTED.encode())}) AND endswith(value, {q(REC_STARTED)}))"
     sep_at = _first_of("instr(table_key, ':')", "instr(table_key, '|')")
-    fields_text = f"substring(tail, 5, {_BIG})"
     return [
         [
             *where,
-            f"{rest} AS rest",
             f"{blank} AS is_blank",
-            f"(substring(value, 1, 27) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
-            f"try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)}) AS local_ts",
+            f"(substring(value, 1, {_REC_HEAD}) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
+            f"{_rec_ts(utc_session, q)} AS local_ts",
+            f"{_before_token('value', 'SET')} AS before_set",
         ],
-        ["*", f"{op_at} AS op_at", f"(rec_ts_ok AND (rest = {q(REC_STARTED)})) AS is_marker"],
+        ["*", f"(rec_ts_ok AND {marker}) AS is_marker"],
         [
             "*",
-            # without an op token, the whole rest (as a split would give)
-            "coalesce(substring(rest, 1, op_at - 1), rest) AS table_key",
-            # "SET|f:v|..." or "DEL"; null without an op token
-            f"substring(rest, op_at + 1, {_BIG}) AS tail",
+            # a `|DEL|` may share its last `|` with the `|SET|` that follows it; and a `|DEL` that
+            # ends the line is a token too
+            "CASE WHEN endswith(before_set, '|DEL') THEN concat(before_set, '|') ELSE before_set END AS del_in",
+        ],
+        ["*", f"{_before_token('del_in', 'DEL')} AS before_del"],
+        [
+            "*",
+            # the first token: a `|DEL|` before the first `|SET|`, that `|SET|`, or one ending the line
+            "CASE WHEN (octet_length(before_del) < octet_length(before_set)) THEN 'DEL'"
+            " WHEN (octet_length(before_set) < octet_length(value)) THEN 'SET'"
+            f" WHEN (endswith(value, '|SET') AND (octet_length(value) >= {_REC_HEAD + 4})) THEN 'SET' END AS op_token",
+        ],
+        [
+            "*",
+            # the timestamp and TABLE<sep>key: the text before the token
+            "CASE WHEN (op_token IS NULL) THEN NULL"
+            " WHEN (octet_length(before_del) < octet_length(before_set)) THEN before_del"
+            " WHEN (octet_length(before_set) < octet_length(value)) THEN before_set"
+            f" ELSE {_bytes('value', '1', 'octet_length(value) - 4')} END AS head",
+        ],
+        [
+            "*",
+            f"{_bytes('head', str(_REC_HEAD + 1), str(_BIG))} AS table_key",
+            # what follows `|SET|` (or `|DEL|`): empty after a token that ends the line
+            f"{_bytes('value', 'octet_length(head) + 6', str(_BIG))} AS fields_text",
         ],
         [
             "*",
             # the text before the first `:` or `|`, when there is some
             f"CASE WHEN ({sep_at} > 1)"
             " THEN substring_index(substring_index(table_key, ':', 1), '|', 1) ELSE '' END AS rec_table",
-            f"CASE WHEN ({fields_text} = '') THEN CAST(array() AS ARRAY<STRING>)"
-            f" ELSE split({fields_text}, {q(_FIELD_SPLIT)}) END AS tokens",
+            "CASE WHEN (fields_text = '') THEN CAST(array() AS ARRAY<STRING>)"
+            f" ELSE split(fields_text, {q(_FIELD_SPLIT)}) END AS tokens",
             # the first field token holds a `:` exactly when the text up to the first `|` does
             # (a `|` followed by text without `:` stays inside the token: see the module docstring)
-            f"(({fields_text} <> '') AND (instr(substring_index({fields_text}, '|', 1), ':') = 0)) AS first_field_bare",
+            "((fields_text <> '') AND (instr(substring_index(fields_text, '|', 1), ':') = 0)) AS first_field_bare",
         ],
     ]
+
+
+#: the bytes of a swss.rec line's timestamp and the `|` after it (ASCII once it has the form)
+_REC_HEAD = 27
+
+
+def _before_token(text: str, op: str) -> str:
+    """The text before the first `|<op>|` after the timestamp's `|`: the whole text without one.
+
+    substring_index compares bytes from the start and stops at the first match, where a search
+    by character position (instr) walks every character of the line, twice for two tokens. A
+    match at the timestamp's own `|` is not a token (the line's rest starts `<op>|`): the next one is."""
+    first = f"substring_index({text}, '|{op}|', 1)"
+    return f"CASE WHEN (octet_length({first}) = {_REC_HEAD - 1}) THEN substring_index({text}, '|{op}|', 2) ELSE {first} END"
+
+
+def _bytes(text: str, start: str, length: str) -> str:
+    """`length` bytes of `text` from byte `start` (from 1): a copy, without walking the characters
+    (each cut is next to an ASCII `|` or `:`, never inside a character). A walk by characters
+    also misreads a line that is not UTF-8: Spark's substring takes a stray lead byte for the
+    start of a character of up to 4 bytes, skips the `|` after it, and may copy bytes from past
+    the end of the line."""
+    return f"CAST(substring(CAST({text} AS BINARY), {start}, {length}) AS STRING)"
+
+
+def _rec_ts(utc_session: bool, q: Quote) -> str:
+    """A swss.rec line's timestamp, as a time in the session's zone; null when it is not one.
+
+    In a UTC session, a cast of the ISO form (date, space, time): the pattern's parser costs about
+    as much as the op token's search. Of what rec_ts_ok lets through, both refuse the same (month
+    13, 24 o'clock, February 30) and read the rest alike (tests/test_replay_rec_parse.py)."""
+    pattern = f"try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)})"
+    if not utc_session:
+        return pattern
+    iso = "concat(substring(value, 1, 10), ' ', substring(value, 12, 15))"
+    return f"CAST(try_cast({iso} AS TIMESTAMP_NTZ) AS TIMESTAMP)"
 
 
 def _out_of_range(ts: str) -> str:
@@ -374,13 +427,13 @@ def _json_columns(q: Quote) -> dict[str, str]:
 
 
 def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
-    separator = "substring(table_key, (length(rec_table) + 1), 1)"
+    separator = _bytes("table_key", "octet_length(rec_table) + 1", "1")
     field_without_colon = q("field without ':'")
     reason = (
         "CASE WHEN (NOT rec_ts_ok) THEN 'no swss.rec timestamp'"
         " WHEN (local_ts IS NULL) THEN 'bad timestamp'"
         f" WHEN {_out_of_range('local_ts')} THEN '{BAD_TS}'"
-        " WHEN (tail IS NULL) THEN 'no SET/DEL op token'"
+        " WHEN (op_token IS NULL) THEN 'no SET/DEL op token'"
         " WHEN (rec_table = '') THEN 'no TABLE<sep>key before the op'"
         f" WHEN first_field_bare THEN {field_without_colon} END"
     )
@@ -390,8 +443,8 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
         "host": "CAST(NULL AS STRING)",
         "db": db,
         "table": "rec_table",
-        "key": f"substring(table_key, (length(rec_table) + 2), {_BIG})",
-        "op": "substring_index(tail, '|', 1)",
+        "key": _bytes("table_key", "octet_length(rec_table) + 2", str(_BIG)),
+        "op": "op_token",
         "fvs": "transform(tokens, t -> array(substring_index(t, ':', 1), substring(t, instr(t, ':') + 1)))",
         "ts": f"to_utc_timestamp(local_ts, {q(tz)})",
         "seq": "CAST(NULL AS BIGINT)",
