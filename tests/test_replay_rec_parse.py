@@ -31,7 +31,8 @@ CASES: dict[str, tuple[str, str, str, str, list[list[str]]] | str] = {
     f"{TS}|T:k|DEL|SET|a:b": "field without ':'",
     f"{TS}|T:k|DEL|DEL": "field without ':'",
     f"{TS}|T:ké|SET|f:vé|g:ü": ("APPL_DB", "T", "ké", "SET", [["f", "vé"], ["g", "ü"]]),
-    f"{TS}|T:k|SET|scheduler:[SCHEDULER|scheduler.0]": ("APPL_DB", "T", "k", "SET", [["scheduler", "[SCHEDULER|scheduler.0]"]]),
+    f"{TS}|T:k|SET|scheduler:[SCHEDULER|scheduler.0]":
+        ("APPL_DB", "T", "k", "SET", [["scheduler", "[SCHEDULER|scheduler.0]"]]),
     # the timestamp's own `|` never starts a token
     f"{TS}|SET|SET|x": "no TABLE<sep>key before the op",
     f"{TS}|SET|T:k|SET|a:b": ("CONFIG_DB", "SET", "T:k", "SET", [["a", "b"]]),

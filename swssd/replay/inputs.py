@@ -361,8 +361,8 @@ def _before_token(text: str, op: str) -> str:
     substring_index compares bytes from the start and stops at the first match, where a search
     by character position (instr) walks every character of the line, twice for two tokens. A
     match at the timestamp's own `|` is not a token (the line's rest starts `<op>|`): the next one is."""
-    first = f"substring_index({text}, '|{op}|', 1)"
-    return f"CASE WHEN (octet_length({first}) = {_REC_HEAD - 1}) THEN substring_index({text}, '|{op}|', 2) ELSE {first} END"
+    first, second = (f"substring_index({text}, '|{op}|', {n})" for n in (1, 2))
+    return f"CASE WHEN (octet_length({first}) = {_REC_HEAD - 1}) THEN {second} ELSE {first} END"
 
 
 def _bytes(text: str, start: str, length: str) -> str:
