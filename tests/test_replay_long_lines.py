@@ -26,21 +26,26 @@ from pyspark.sql import SparkSession
 
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
 from swssd.replay.inputs import InputOptions, load
-from swssd.replay.readable import InputCheck, LineScan, file_uri
+from swssd.replay.readable import JSON_LINES, REC_LINES, InputCheck, LineScan, file_uri
 
 TS = "2026-11-25T23:41:16.123456Z"
 
 
 def hadoop_lines(data: bytes) -> list[tuple[int, int]]:
-    """(line number by LF, bytes) of every line as Hadoop's reader delimits them: LF, CR or CR LF,
-    one at a time, and a UTF-8 byte order mark at the start not part of the first line."""
+    """(line number by LF, bytes) of every line as Hadoop's reader delimits them (line_starts)."""
+    return [(data.count(b"\n", 0, i) + 1, length) for i, length in line_starts(data)]
+
+
+def line_starts(data: bytes) -> list[tuple[int, int]]:
+    """(offset, bytes) of every line as Hadoop's reader delimits them: LF, CR or CR LF, one at a
+    time, and a UTF-8 byte order mark at the start not part of the first line."""
     out = []
     i = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     while i < len(data):
         j = i
         while j < len(data) and data[j] not in b"\r\n":
             j += 1
-        out.append((data.count(b"\n", 0, i) + 1, j - i))
+        out.append((i, j - i))
         if j < len(data) and data[j:j + 2] == b"\r\n":
             j += 1
         i = j + 1
@@ -66,6 +71,40 @@ def test_the_scan_finds_the_lines_hadoop_would_skip(seed: int) -> None:
     assert scanned(data, limit) == expected
     # smaller chunks (gzip may hand over less) find the same
     assert scanned(data, limit, rng.randint(1, limit)) == expected
+
+
+def kinds_of(data: bytes, chunk: int) -> frozenset[str]:
+    scan = LineScan(1 << 20)
+    for i in range(0, len(data), chunk):
+        scan.feed(data[i:i + chunk])
+    scan.end()
+    return scan.kinds()
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_scan_never_misses_a_kind_of_line(seed: int) -> None:
+    """inputs.py reads a file for JSON records only, or for swss.rec lines only, when the scan
+    says it holds no line of the other kind: it may say both for less, never one for both."""
+    rng = random.Random(seed)
+    pieces = [b"\n", b"\r", b"\r\n", b"{x}", b"{", b"ab", b"a{b", b"\n{"]
+    parts = [rng.choice(pieces) for _ in range(rng.randint(0, 12))]
+    data = (b"\xef\xbb\xbf" if rng.random() < 0.2 else b"") + b"".join(parts)
+    truth = {JSON_LINES if data[i:i + 1] == b"{" else REC_LINES for i, _ in line_starts(data)}
+    for chunk in (1, 2, 3, 7, len(data) or 1):
+        assert truth <= kinds_of(data, chunk)
+
+
+def test_the_scan_knows_a_file_of_one_kind() -> None:
+    records = b"".join(b'{"ts": "x"}\n' for _ in range(100))
+    rec = b"".join(b"2026-11-27.10:00:00.000001|T:k|SET|a:b\n" for _ in range(100))
+    for chunk in (3, 5, 4096):  # a byte order mark comes whole in the first chunk (reads are 1 MiB)
+        assert kinds_of(records, chunk) == {JSON_LINES}
+        assert kinds_of(b"\xef\xbb\xbf" + records, chunk) == {JSON_LINES}
+        assert kinds_of(records.rstrip(b"\n"), chunk) == {JSON_LINES}
+        assert kinds_of(rec, chunk) == {REC_LINES}
+        assert kinds_of(records + rec, chunk) == kinds_of(rec + records, chunk) == {JSON_LINES, REC_LINES}
+        assert kinds_of(records + b"\n", chunk) == {JSON_LINES, REC_LINES}  # a blank line is read as swss.rec
+    assert kinds_of(b"", 1) == {REC_LINES}
 
 
 def _record(key: str, size: int = 0) -> dict[str, object]:

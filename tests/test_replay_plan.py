@@ -109,3 +109,30 @@ def test_a_session_without_string_escapes(spark: SparkSession, tmp_path: Path) -
     assert sql_string("a'\\c", escapes=False) == '"a\'\\c"'
     assert matches_sql("table", None) is None
     assert matches_sql("table", ["A", "B*"]) == "((`table` IN ('A')) OR (`table` RLIKE '(?s:B.*)\\\\Z'))"
+
+
+def test_a_file_of_one_kind_is_read_for_that_kind_alone(spark: SparkSession, tmp_path: Path) -> None:
+    """A swss.rec is not read a second time for JSON records, a JSON capture not for swss.rec
+    lines; a file holding both is read once for each, and every line counts once."""
+    record = {"ts": "2026-11-27T10:00:00.000001Z", "host": "h1", "db": "APPL_DB", "table": "T", "key": "j",
+              "op": "SET", "fvs": [["a", "b"]]}
+    rec_line = "2026-11-27.10:00:00.000002|T:r|SET|a:c"
+    (tmp_path / "h1").mkdir()
+    files = {"swss.rec": rec_line + "\n", "cap.jsonl": json.dumps(record) + "\n",
+             "both.log": json.dumps(record) + "\n" + rec_line + "\n"}
+    for name, text in files.items():
+        (tmp_path / "h1" / name).write_text(text)
+
+    def read(*names: str) -> tuple[str, list[str]]:
+        inputs = load(spark, InputOptions([str(tmp_path / "h1" / n) for n in names]))
+        assert inputs.lines is not None
+        keys = sorted(r["key"] for r in inputs.events.select("key").collect())
+        return inputs.lines._jdf.queryExecution().optimizedPlan().toString(), keys
+
+    plan, keys = read("swss.rec")
+    assert keys == ["r"] and "from_json" not in plan and "|SET|" in plan
+    plan, keys = read("cap.jsonl")
+    assert keys == ["j"] and "from_json" in plan and "|SET|" not in plan
+    plan, keys = read("swss.rec", "cap.jsonl", "both.log")
+    # a scan of each file, both.log's twice (once for each kind): four, two of them for JSON records
+    assert keys == ["j", "j", "r", "r"] and plan.count("Relation [value") == 4 and plan.count("from_json") == 2

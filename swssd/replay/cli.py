@@ -258,6 +258,7 @@ def _run(
         print(f"swssd replay: {note}", file=sys.stderr)
     args.unreadable = input_check.unreadable()
     args.long_lines = input_check.long_lines  # found while Spark reads
+    args.line_kinds = input_check.line_kinds  # waited for when the inputs are planned
     for path, why in sorted(args.unreadable.items()):
         print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
     args.cuts = input_check.cuts()

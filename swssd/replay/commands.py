@@ -44,6 +44,7 @@ def input_options(args: argparse.Namespace) -> InputOptions:
                         timezone=args.timezone, rec_db=args.rec_db,
                         unreadable=tuple(sorted(getattr(args, "unreadable", {}).items())),
                         max_line_bytes=args.max_line_bytes, long_lines=getattr(args, "long_lines", None),
+                        line_kinds=getattr(args, "line_kinds", None),
                         cuts=tuple(sorted((path, cut.reason()) for path, cut in getattr(args, "cuts", {}).items())),
                         replaced=tuple(sorted((cut.copy, path) for path, cut in getattr(args, "cuts", {}).items())))
 

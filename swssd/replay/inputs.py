@@ -61,7 +61,7 @@ from ..capture.format import KINDS
 from ..schema import REC_STARTED
 from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES
 from .paths import recorded_hosts
-from .readable import MAXLENGTH_OPTION, InputCheck, LongLine, file_uri, hadoop_max_length
+from .readable import JSON_LINES, MAXLENGTH_OPTION, REC_LINES, InputCheck, LongLine, file_uri, hadoop_max_length
 
 JSON_SCHEMA = StructType(
     [
@@ -114,6 +114,9 @@ class InputOptions:
     #: where those lines are, found by a check of the inputs already running (readable.InputCheck,
     #: the command line's); None: `load` starts one
     long_lines: Callable[[], tuple[LongLine, ...]] | None = None
+    #: input -> the kinds of line it may hold (JSON, REC), found by that check; an input missing
+    #: there, or without it, is read for both
+    line_kinds: Callable[[], dict[str, frozenset[str]]] | None = None
     #: `.gz` files damaged after some text (readable.Cut): (the file, why); each is one rejected line
     cuts: tuple[tuple[str, str], ...] = ()
     #: (a path among `paths`, the input file it stands for): a cut file's readable part, read in its place
@@ -265,7 +268,7 @@ def _first_of(*positions: str) -> str:
 
 
 #: the two kinds of line, read apart (see `load`)
-JSON, REC = "json", "rec"
+JSON, REC = JSON_LINES, REC_LINES
 #: which lines each reads: JSON records start with `{`
 FORMAT_FILTERS = {JSON: "startswith(value, '{')", REC: "(NOT startswith(value, '{'))"}
 
@@ -522,6 +525,17 @@ def plan_texts(opts: InputOptions, fmt: str, utc_session: bool = True, q: Quote 
     ]
 
 
+def _by_kinds(paths: Sequence[str], kinds: dict[str, frozenset[str]],
+              replaced: dict[str, str]) -> list[tuple[frozenset[str], list[str]]]:
+    """`paths` parted by the kinds of line each may hold (`kinds`, by input: a cut file's copy
+    by its original), in order; a path not known there may hold both."""
+    both = frozenset(FORMAT_FILTERS)
+    parted: dict[frozenset[str], list[str]] = {}
+    for path in paths:
+        parted.setdefault(kinds.get(replaced.get(path, path)) or both, []).append(path)
+    return list(parted.items())
+
+
 #: the name the parse's query reads its scan by (a temporary view while the query is planned)
 _SCAN_VIEW = "swssd_replay_scan"
 
@@ -554,7 +568,10 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
         return Inputs(None, None, stored, opts.unreadable, cuts=opts.cuts)
     utc_session = spark.conf.get("spark.sql.session.timeZone") in _UTC_NAMES
     limit = opts.max_line_bytes
-    long_lines = opts.long_lines or InputCheck(opts.paths, limit).long_lines
+    long_lines, line_kinds = opts.long_lines, opts.line_kinds
+    if long_lines is None:
+        check = InputCheck(opts.paths, limit)
+        long_lines, line_kinds = check.long_lines, line_kinds or check.line_kinds
     # a line over the limit is skipped by Hadoop's reader, or reaches Spark cut at the limit plus
     # 3 bytes at the end of a split (readable.py): either way it is not read, and counted apart
     reader = spark.read.option(MAXLENGTH_OPTION, str(hadoop_max_length(limit)))
@@ -565,16 +582,17 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
     # that from being compiled too (twice the time of reading the text twice, BENCHMARKS.md
     # "Replay against plain Spark"). `line` is numbered before the lines are parted, so that
     # both number the same lines of a split alike.
-    branches = " UNION ALL ".join(
-        _query(f"{_SCAN_VIEW} WHERE {FORMAT_FILTERS[fmt]}", plan_texts(opts, fmt, utc_session, q))
-        for fmt in FORMAT_FILTERS
-    )
+    # A file that holds lines of one kind only (the check of the inputs read it through) is read
+    # for that kind alone: a fleet's swss.rec is not read a second time for JSON records.
+    queries = {fmt: _query(f"{_SCAN_VIEW} WHERE {FORMAT_FILTERS[fmt]}", plan_texts(opts, fmt, utc_session, q))
+               for fmt in FORMAT_FILTERS}
     parts = []
     for group in read_groups(opts.paths):
-        # the file's metadata taken from each scan: a union of scans has none of its own
-        scan = reader.text(group).selectExpr("value", "_metadata", "monotonically_increasing_id() AS line").where(
-            f"octet_length(value) <= {int(limit)}")
-        parts.append(sql_over(scan, branches))
+        for kinds, paths in _by_kinds(group, line_kinds() if line_kinds else {}, dict(opts.replaced)):
+            # the file's metadata taken from each scan: a union of scans has none of its own
+            scan = reader.text(paths).selectExpr("value", "_metadata", "monotonically_increasing_id() AS line").where(
+                f"octet_length(value) <= {int(limit)}")
+            parts.append(sql_over(scan, " UNION ALL ".join(queries[fmt] for fmt in FORMAT_FILTERS if fmt in kinds)))
     lines = _union(parts)
     observation = Observation("replay_inputs")
     lines = lines.observe(

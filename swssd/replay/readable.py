@@ -42,6 +42,9 @@ _CHUNK = 1 << 20
 MAXLENGTH_OPTION = "mapreduce.input.linerecordreader.line.maxlength"
 _BOM = b"\xef\xbb\xbf"
 _CR_AS_LF = bytes.maketrans(b"\r", b"\n")
+#: the two kinds of line a file may hold, which inputs.py reads apart: swssd's JSON records (a
+#: line starting with `{`) and swss.rec lines (any other)
+JSON_LINES, REC_LINES = "json", "rec"
 
 
 def hadoop_max_length(limit: int) -> int:
@@ -66,7 +69,8 @@ class LongLine:
 class LineScan:
     """Finds the lines longer than `limit` in text fed to it in chunks of at most `chunk_size()`
     bytes: a line that long spans a chunk boundary, so each chunk costs a translate, a find and a
-    count in C, and lines within a chunk are never looked at one by one."""
+    count in C, and lines within a chunk are never looked at one by one. Notes on the way which
+    kinds of line the text may hold (`kinds`)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -76,16 +80,31 @@ class LineScan:
         self._newlines = 0
         #: (line number, length) of each line over the limit, in order
         self.found: list[tuple[int, int]] = []
+        self._brace = False  # a `{` anywhere
+        self._other_starts = 0  # lines (or what may be lines) not starting with `{`
+        self._at_line_start = True
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds of line the text may hold: never fewer than it does. Without any `{` it holds
+        no JSON record; it holds swss.rec lines only if some line does not start with `{` (a CR
+        LF line end counts as a line that does not, so such a text is taken for both)."""
+        kinds = {JSON_LINES} if self._brace else set()
+        if self._other_starts or not self._brace:
+            kinds.add(REC_LINES)
+        return frozenset(kinds)
 
     def chunk_size(self) -> int:
         """Lines inside one chunk are at most this long minus 2: never over the limit."""
         return min(_CHUNK, self.limit)
 
     def feed(self, chunk: bytes) -> None:
+        body = chunk
         if self._fed == 0 and chunk.startswith(_BOM):
             self._start = len(_BOM)
+            body = chunk[len(_BOM):]
         # CR ends a line for Hadoop (CR LF leaves an empty one between, never too long)
         ends = chunk.translate(_CR_AS_LF) if b"\r" in chunk else chunk
+        self._note_kinds(body, ends)
         newlines = chunk.count(b"\n")
         first = ends.find(b"\n")
         if first >= 0:
@@ -95,6 +114,16 @@ class LineScan:
             self._start_line = self._newlines + newlines - chunk.count(b"\n", last + 1) + 1
         self._newlines += newlines
         self._fed += len(chunk)
+
+    def _note_kinds(self, body: bytes, ends: bytes) -> None:
+        self._brace = self._brace or b"{" in body
+        if self._at_line_start and body:
+            self._other_starts += not body.startswith(b"{")
+        # the lines starting inside this chunk (a line end closing it starts one in the next)
+        starts = ends.count(b"\n") - ends.endswith(b"\n")
+        self._other_starts += starts - ends.count(b"\n{")
+        if body:
+            self._at_line_start = ends.endswith(b"\n")
 
     def end(self) -> None:
         """The input is over: its last line may have no line end."""
@@ -165,10 +194,11 @@ class _Gunzip:
 
 
 def scan(path: str, limit: int, repair_dir: Callable[[], str] | None = None) -> tuple[
-        list[LongLine], str | None, Cut | None]:
+        list[LongLine], str | None, Cut | None, frozenset[str]]:
     """The lines of local file `path` over `limit`; why it cannot be read at all (a `.gz` file with
-    no readable text, any file that cannot be opened), None when it can; and for a `.gz` file
-    damaged after some text, its Cut, the readable lines written again under `repair_dir()`."""
+    no readable text, any file that cannot be opened), None when it can; for a `.gz` file damaged
+    after some text, its Cut, the readable lines written again under `repair_dir()`; and the kinds
+    of line it may hold (both when it cannot be read through)."""
     lines = LineScan(limit)
     gunzip = _Gunzip(path) if path.endswith(".gz") else None
     try:
@@ -182,16 +212,19 @@ def scan(path: str, limit: int, repair_dir: Callable[[], str] | None = None) -> 
                     lines.feed(chunk)
     except OSError as exc:
         if gunzip is not None:
-            return [], f"not a readable gzip file: {exc}", None
-        return [], None, None  # Spark reports a plain file it cannot read itself, as before
+            return [], f"not a readable gzip file: {exc}", None, _BOTH
+        return [], None, None, _BOTH  # Spark reports a plain file it cannot read itself, as before
     if gunzip is not None and gunzip.error is not None:
         if gunzip.text == 0 or repair_dir is None:
-            return [], f"not a readable gzip file: {gunzip.error}", None
+            return [], f"not a readable gzip file: {gunzip.error}", None, _BOTH
         cut = _repair(gunzip, repair_dir())
         found = [(n, length) for n, length in lines.found]  # the cut line itself is not read
-        return [LongLine(path, n, length) for n, length in found if n < cut[1]], None, cut[0]
+        return [LongLine(path, n, length) for n, length in found if n < cut[1]], None, cut[0], lines.kinds()
     lines.end()
-    return [LongLine(path, n, length) for n, length in lines.found], None, None
+    return [LongLine(path, n, length) for n, length in lines.found], None, None, lines.kinds()
+
+
+_BOTH = frozenset({JSON_LINES, REC_LINES})
 
 
 def _repair(damaged: _Gunzip, directory: str) -> tuple[Cut, int]:
@@ -251,6 +284,7 @@ class InputCheck:
         self._cuts: dict[str, Cut] = {}
         self._repairs: str | None = None  # a private directory for the readable parts of cut files
         self._long: list[LongLine] = []
+        self._kinds: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
         packed = [x for x in local if x[1].endswith(".gz")]
         # the `.gz` files in GZ_THREADS threads (zlib lets go of the GIL while it inflates): the
@@ -267,8 +301,9 @@ class InputCheck:
         """`files`: (the input given, a local file it stands for)."""
         for given, path in files:
             # a cut file is read from its repaired copy in its place: only when given by itself
-            long_lines, problem, cut = scan(path, self.limit, self._repair_dir if given == path else None)
+            long_lines, problem, cut, kinds = scan(path, self.limit, self._repair_dir if given == path else None)
             with self._lock:
+                self._kinds[given] = self._kinds.get(given, frozenset()) | kinds
                 if problem is not None:
                     self._found[given] = problem
                 else:
@@ -305,10 +340,20 @@ class InputCheck:
 
     def long_lines(self) -> tuple[LongLine, ...]:
         """The lines over the limit in the readable inputs, once every input is checked (waits)."""
-        for thread in self._threads:
-            thread.join()
+        self._all_checked()
         with self._lock:
             return tuple(sorted(self._long, key=lambda x: (x.path, x.line)))
+
+    def line_kinds(self) -> dict[str, frozenset[str]]:
+        """Input -> the kinds of line it may hold (JSON_LINES, REC_LINES), once every input is
+        checked (waits); an input that is not a local file is not there (it may hold both)."""
+        self._all_checked()
+        with self._lock:
+            return dict(self._kinds)
+
+    def _all_checked(self) -> None:
+        for thread in self._threads:
+            thread.join()
 
 
 def file_uri(path: str) -> str:
