@@ -115,3 +115,30 @@ def test_a_cut_gz_yields_the_events_of_its_readable_part(
     [reject] = rejects_of(out)
     assert reject["source"].endswith("/sw-cut/swss.rec.1.gz") and f"byte {len(cut)} " in reject["reason"], reject
     assert not list(Path("/tmp").glob("swssd-replay-cut-*/*/swss.rec.1.gz"))  # the copy is removed
+
+
+def test_py4j_replacing_a_reset_connection_says_nothing(spark: SparkSession) -> None:
+    """py4j logs a retried send (a pooled connection the JVM reset) at INFO with a traceback
+    through the root logger: a replay's session drops that line, and only that one."""
+    import logging
+
+    import py4j.java_gateway
+
+    from swssd.replay.session import get_session
+
+    get_session()  # the running session, quieted
+    seen: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        for path, message in [(py4j.java_gateway.__file__, "Exception while sending command."),
+                              (__file__, "Exception while sending command."), (py4j.java_gateway.__file__, "other")]:
+            root.handle(logging.LogRecord("root", logging.INFO, path, 1, message, None, None))
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert seen == ["Exception while sending command.", "other"]

@@ -153,11 +153,23 @@ def _create(settings: dict[str, str]) -> SparkSession:
     return builder.getOrCreate()
 
 
+class _RetriedSend(logging.Filter):
+    """py4j logs at INFO, with a traceback, each pooled connection it finds reset and replaces
+    ("Exception while sending command."), through the root logger itself (`logging.info`): the
+    call is retried, nothing for the user to see, whatever the root logger lets through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno < logging.WARNING and "py4j" in record.pathname
+                    and record.getMessage() == "Exception while sending command.")
+
+
 def _quiet(spark: SparkSession) -> None:
-    # py4j logs at INFO, with a traceback, each pooled connection it finds reset and replaces
-    # ("Exception while sending command."): the call is retried, nothing for the user to see.
+    # its own loggers too, for the same line logged through them by other py4j versions
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):  # a child's own level would win
         logging.getLogger(name).setLevel(logging.WARNING)
+    root = logging.getLogger()
+    if not any(isinstance(f, _RetriedSend) for f in root.filters):
+        root.addFilter(_RetriedSend())
     try:
         jvm: Any = spark.sparkContext._jvm  # None (no JVM) fails below, skipped as any other
         level = jvm.org.apache.logging.log4j.Level.ERROR
