@@ -214,7 +214,7 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(4, thread_name_prefix="swssd-replay-stats") as pool:
         top = pool.submit(st.top_keys, args.top)
         writes = [pool.submit(df.write.mode("overwrite").parquet, path) for df, path in (
-            (st.keys_ordered(), keys_path), (st.tables_frame(), tables_path),
+            (st.keys_ordered(figures), keys_path), (st.tables_frame(), tables_path),
             (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()

@@ -44,6 +44,8 @@ OP_FIGURES = [*TABLE_COLUMNS, "op", "events", "dead_letters", "first_ts", "last_
 #: plain hash aggregation (a set of strings would take its slower object aggregation)
 KIND_BITS = sorted(KINDS)
 
+#: keys sorted in one task at most (see Stats.keys_ordered)
+ONE_TASK_SORT = 1_000_000
 #: the grouping sets of the second aggregation (the `g` column)
 PER_KEY, PER_OP_MINUTE, PER_MINUTE = 1, 2, 3
 _MINUTE_US = 60_000_000
@@ -151,8 +153,12 @@ class Stats:
     notifications: their `kind`, sums apart from events and dead letters, distinct keys and
     events per minute are not theirs). A few rows, cached."""
 
-    def keys_ordered(self) -> DataFrame:
-        """The keys, the most changed first."""
+    def keys_ordered(self, figures: list[Row]) -> DataFrame:
+        """The keys, the most changed first. Up to ONE_TASK_SORT of them (as many as the tables'
+        distinct keys in `figures`, collected from per_table_and_op, at most) are sorted in one
+        task: a sort across tasks first samples the keys in a job of its own."""
+        if sum(r["distinct_keys"] for r in figures if r["op"] is None) <= ONE_TASK_SORT:
+            return self.keys.coalesce(1).sortWithinPartitions(*_order(_KEY_ORDER))
         return self.keys.orderBy(*_order(_KEY_ORDER))
 
     def top_keys(self, n: int) -> list[Row]:

@@ -1,0 +1,153 @@
+"""`replay stats` against a plain Python count of the same capture: every table's, key's and
+notification op's figures, and the files in their order. The capture is random (seeded): hosts,
+both databases, every kind of record, notifications whose data is also a table's key, dead
+letters, events over many minutes. Real Spark, local mode, through the command line."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession
+
+from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
+from swssd.replay import stats
+from swssd.replay.cli import main
+
+START = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
+KINDS = [None, "state", "queue", "subscriber", "zmq", "notification"]
+
+
+def capture(seed: int, n: int = 3000) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    records = []
+    for _ in range(n):
+        kind = rng.choice(KINDS)
+        record = {
+            "ts": (START + timedelta(microseconds=rng.randrange(40 * 60 * 10**6))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "host": rng.choice(["sw1", "sw2"]), "db": rng.choice(["APPL_DB", "CONFIG_DB"]),
+            "table": rng.choice(["PORT_TABLE", "ROUTE_TABLE", "FDB_CHANNEL"]), "key": f"k{rng.randrange(12)}",
+            "op": rng.choice(["flush", "SET", "clear"]) if kind == "notification" else rng.choice(["SET", "DEL"]),
+            "fvs": [["f", "v"]], "dead_letter": rng.random() < 0.1,
+        }
+        if kind is not None:
+            record["kind"] = kind
+        records.append(record)
+    return records
+
+
+def expected(records: list[dict[str, Any]]) -> tuple[dict[tuple[str, ...], dict[str, Any]], ...]:
+    """The figures by their definitions (stats.py), one record at a time."""
+    tables: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    keys: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    ops: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    table_minutes: dict[tuple[str, ...], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    op_minutes: dict[tuple[str, ...], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    table_keys: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    key_minutes: dict[tuple[str, ...], set[int]] = defaultdict(set)
+    for r in records:
+        ts = datetime.strptime(r["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        minute = int(ts.timestamp()) // 60
+        table = (r["host"], r["db"], r["table"])
+        notification = r.get("kind") == "notification"
+        targets = [tables[table]]
+        table_minutes[table][minute] += 1
+        table_keys[table].add(r["key"])
+        if notification:
+            op = (*table, r["op"])
+            targets.append(ops[op])
+            op_minutes[op][minute] += 1
+        else:
+            key = (*table, r["key"])
+            targets.append(keys[key])
+            key_minutes[key].add(minute)
+        for figures in targets:
+            figures["events"] += 1
+            figures["dead_letters"] += r["dead_letter"]
+            figures["first_ts"] = min(figures.get("first_ts") or ts, ts)
+            figures["last_ts"] = max(figures.get("last_ts") or ts, ts)
+            figures.setdefault("kinds", set()).add(r.get("kind") or "state")
+        for figures in targets[:1] if notification else targets:
+            figures["sets"] += (not notification) and r["op"] == "SET"
+            figures["dels"] += (not notification) and r["op"] == "DEL"
+        tables[table]["notifications"] += notification
+    for at, figures in tables.items():
+        figures["distinct_keys"] = len(table_keys[at])
+        figures["active_minutes"] = len(table_minutes[at])
+        figures["peak_per_minute"] = max(table_minutes[at].values())
+        span_us = (figures["last_ts"] - figures["first_ts"]) // timedelta(microseconds=1)
+        per_minute = figures["events"] / max(1.0, span_us / 60_000_000.0)
+        # Spark rounds the double's shortest decimal form half up
+        figures["events_per_minute"] = float(Decimal(repr(per_minute)).quantize(Decimal("0.1"), ROUND_HALF_UP))
+    for at, figures in keys.items():
+        figures["active_minutes"] = len(key_minutes[at])
+    for at, figures in ops.items():
+        figures["active_minutes"] = len(op_minutes[at])
+        figures["peak_per_minute"] = max(op_minutes[at].values())
+    return tables, keys, ops
+
+
+def as_found(row: Any, columns: list[str]) -> dict[str, Any]:
+    found = {c: row[c] for c in columns}
+    if "kind" in found:
+        found["kinds"] = set(found.pop("kind").split(","))
+    for c in ("first_ts", "last_ts"):
+        found[c] = found[c].replace(tzinfo=None)
+    return found
+
+
+def as_expected(figures: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    want = {c: figures[c] for c in columns if c != "kind"}
+    if "kind" in columns:
+        want["kinds"] = figures["kinds"]
+    for c in ("first_ts", "last_ts"):  # Spark hands timestamps over in the local zone, naive
+        want[c] = datetime.fromtimestamp(figures[c].timestamp())
+    return want
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_stats_count_what_a_plain_count_does(spark: SparkSession, tmp_path: Path, seed: int) -> None:
+    records = capture(seed)
+    path = tmp_path / "sw" / "capture.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    assert main(["stats", str(path), "--output", str(out), *SPARK_ARGS]) == 0
+    tables, keys, ops = expected(records)
+    read = {name: spark.read.parquet(str(out / "stats" / name)).collect()
+            for name in ("tables", "keys", "notifications")}
+    figures = [c for c in stats.TABLE_FIGURES if c not in ("host", "db", "table")]
+    assert {(r["host"], r["db"], r["table"]): as_found(r, figures) for r in read["tables"]} == {
+        t: as_expected(f, figures) for t, f in tables.items()}
+    figures = [c for c in stats.KEY_FIGURES if c not in ("host", "db", "table", "key")]
+    assert {(r["host"], r["db"], r["table"], r["key"]): as_found(r, figures) for r in read["keys"]} == {
+        k: as_expected(f, figures) for k, f in keys.items()}
+    figures = [c for c in stats.OP_FIGURES if c not in ("host", "db", "table", "op")]
+    assert {(r["host"], r["db"], r["table"], r["op"]): as_found(r, figures) for r in read["notifications"]} == {
+        o: as_expected(f, figures) for o, f in ops.items()}
+
+
+@pytest.mark.parametrize("one_task_sort", [stats.ONE_TASK_SORT, 0])
+def test_the_keys_file_holds_the_most_changed_first(spark: SparkSession, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, one_task_sort: int) -> None:
+    """Sorted in one task, or across tasks past ONE_TASK_SORT keys: the file reads in order."""
+    monkeypatch.setattr(stats, "ONE_TASK_SORT", one_task_sort)
+    path = tmp_path / "sw" / "capture.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in capture(3)))
+    out = tmp_path / "out"
+    assert main(["stats", str(path), "--output", str(out), *SPARK_ARGS]) == 0
+    files = sorted((out / "stats" / "keys").glob("part-*.parquet"))
+    assert (len(files) == 1) == (one_task_sort > 0)
+    rows = [r for f in files for r in spark.read.parquet(str(f)).collect()]
+    order = [(-r["events"], -r["dels"], r["host"], r["db"], r["table"], r["key"]) for r in rows]
+    assert order == sorted(order) and len(rows) > 50
