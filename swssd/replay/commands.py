@@ -204,20 +204,21 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
     st = stats_mod.compute(_events(inputs, args, args.db))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
-    # The first action computes what every other reads from its cache: one collect of every
-    # table's and op's figures. The rest (the keys printed, the three files) are small jobs over
-    # that cache, each mostly waiting on the driver and on a JVM's first run of its code: run
-    # side by side, they take about the time of the longest (the input is read only once, so
-    # the counts observed while it is read stay right).
-    figures = st.per_table_and_op.collect()
-    tables, notifications = st.tables(figures), st.notifications(figures)
-    with ThreadPoolExecutor(4, thread_name_prefix="swssd-replay-stats") as pool:
+    # The first action reads the input and caches what every other reads. The rest (the figures
+    # of tables and ops, the keys printed, the three files) are small jobs over that cache, each
+    # mostly waiting on the driver and on a JVM's first run of its code: run side by side, they
+    # take about the time of the longest (the input is read once, so the counts observed while
+    # it is read stay right).
+    grouped_rows = st.grouped_rows()
+    with ThreadPoolExecutor(5, thread_name_prefix="swssd-replay-stats") as pool:
+        figures = pool.submit(st.per_table_and_op.collect)
         top = pool.submit(st.top_keys, args.top)
         writes = [pool.submit(df.write.mode("overwrite").parquet, path) for df, path in (
-            (st.keys_ordered(figures), keys_path), (st.tables_frame(), tables_path),
+            (st.keys_ordered(grouped_rows), keys_path), (st.tables_frame(), tables_path),
             (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()
+        tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
         top_keys = top.result()
     _report_inputs(inputs, args)
     print(f"per table -> {tables_path}")

@@ -146,6 +146,8 @@ _PER_TABLE_AND_OP_COLUMNS = [
 
 @dataclass
 class Stats:
+    grouped: DataFrame
+    """the rows of the grouping sets, cached: every figure below is read from them (`grouped_rows`)"""
     keys: DataFrame
     """KEY_FIGURES, unordered (see `top_keys` and `keys_ordered`)"""
     per_table_and_op: DataFrame
@@ -153,11 +155,15 @@ class Stats:
     notifications: their `kind`, sums apart from events and dead letters, distinct keys and
     events per minute are not theirs). A few rows, cached."""
 
-    def keys_ordered(self, figures: list[Row]) -> DataFrame:
-        """The keys, the most changed first. Up to ONE_TASK_SORT of them (as many as the tables'
-        distinct keys in `figures`, collected from per_table_and_op, at most) are sorted in one
-        task: a sort across tasks first samples the keys in a job of its own."""
-        if sum(r["distinct_keys"] for r in figures if r["op"] is None) <= ONE_TASK_SORT:
+    def grouped_rows(self) -> int:
+        """Computes the grouped rows, once (the job that reads the input): how many there are."""
+        return self.grouped.count()
+
+    def keys_ordered(self, at_most: int) -> DataFrame:
+        """The keys, the most changed first. Up to ONE_TASK_SORT of them (`at_most`: the grouped
+        rows, say) are sorted in one task: a sort across tasks first samples the keys in a job of
+        its own."""
+        if at_most <= ONE_TASK_SORT:
             return self.keys.coalesce(1).sortWithinPartitions(*_order(_KEY_ORDER))
         return self.keys.orderBy(*_order(_KEY_ORDER))
 
@@ -211,4 +217,4 @@ def compute(events: DataFrame) -> Stats:
         .selectExpr(*_PER_TABLE_AND_OP_COLUMNS)
         .persist()
     )
-    return Stats(keys=keys, per_table_and_op=per_table_and_op)
+    return Stats(grouped=grouped, keys=keys, per_table_and_op=per_table_and_op)
