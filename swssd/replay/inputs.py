@@ -321,18 +321,18 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
         ["*", f"{_before_token('del_in', 'DEL')} AS before_del"],
         [
             "*",
-            # the first token: a `|DEL|` before the first `|SET|`, that `|SET|`, or one ending the line
-            "CASE WHEN (octet_length(before_del) < octet_length(before_set)) THEN 'DEL'"
-            " WHEN (octet_length(before_set) < octet_length(value)) THEN 'SET'"
-            f" WHEN (endswith(value, '|SET') AND (octet_length(value) >= {_REC_HEAD + 4})) THEN 'SET' END AS op_token",
+            # the first token: a `|DEL|` before the first `|SET|` (1), that `|SET|` (2), or a `|SET`
+            # ending the line (3); null without one
+            "CASE WHEN (octet_length(before_del) < octet_length(before_set)) THEN 1"
+            " WHEN (octet_length(before_set) < octet_length(value)) THEN 2"
+            f" WHEN (endswith(value, '|SET') AND (octet_length(value) >= {_REC_HEAD + 4})) THEN 3 END AS token",
         ],
         [
             "*",
+            "CASE token WHEN 1 THEN 'DEL' WHEN 2 THEN 'SET' WHEN 3 THEN 'SET' END AS op_token",
             # the timestamp and TABLE<sep>key: the text before the token
-            "CASE WHEN (op_token IS NULL) THEN NULL"
-            " WHEN (octet_length(before_del) < octet_length(before_set)) THEN before_del"
-            " WHEN (octet_length(before_set) < octet_length(value)) THEN before_set"
-            f" ELSE {_bytes('value', '1', 'octet_length(value) - 4')} END AS head",
+            "CASE token WHEN 1 THEN before_del WHEN 2 THEN before_set"
+            f" WHEN 3 THEN {_bytes('value', '1', 'octet_length(value) - 4')} END AS head",
         ],
         [
             "*",
