@@ -142,3 +142,18 @@ def test_py4j_replacing_a_reset_connection_says_nothing(spark: SparkSession) -> 
         root.removeHandler(handler)
         root.setLevel(level)
     assert seen == ["Exception while sending command.", "other"]
+
+
+def test_an_analysis_error_prints_no_json_stack_trace(spark: SparkSession, capfd: pytest.CaptureFixture[str]) -> None:
+    """PySpark logs each analysis error with a query context (JSON, with the JVM's stack trace)
+    before raising it; a replay's session keeps that off stderr (the command prints one line)."""
+    from pyspark.errors import AnalysisException
+
+    from swssd.replay.session import get_session
+
+    session = get_session()
+    for fail in (lambda: session.sql("SELECT no_such_column"), lambda: session.range(1).select("no_such_column")):
+        with pytest.raises(AnalysisException):
+            fail()
+    err = capfd.readouterr().err
+    assert "QueryContextLogger" not in err and "at org.apache" not in err, err

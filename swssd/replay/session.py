@@ -18,6 +18,10 @@ APP_NAME = "swssd-replay"
 QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
+#: PySpark logs every analysis error with a query context, JSON with the JVM's stack trace, before
+#: raising it: the command prints the error's first line itself (cli.py)
+_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
 # Spark warns with a stack trace for every glob path it checks for a streaming sink's metadata.
 _NOISY_LOGGERS = (
     "org.apache.spark.sql.execution.streaming.FileStreamSink",
@@ -127,7 +131,7 @@ def get_session(
             if connected:
                 spark = _create(session_settings(master, conf, driver_memory, verbose, start))
                 SparkContext._gateway.proc = early.proc  # type: ignore[union-attr]  # as if PySpark had launched it
-                _quiet(spark)
+                _quiet(spark, verbose)
                 return spark
         # it did not come up: a JVM is started below, which drops the class archive only if that
         # JVM refuses it (a JVM killed or hung says nothing against a good archive)
@@ -140,7 +144,7 @@ def get_session(
         # JDK without a base archive): start it without
         start.drop_cds()
         spark = _create(session_settings(master, conf, driver_memory, verbose, start))
-    _quiet(spark)
+    _quiet(spark, verbose)
     return spark
 
 
@@ -163,10 +167,13 @@ class _RetriedSend(logging.Filter):
                     and record.getMessage() == "Exception while sending command.")
 
 
-def _quiet(spark: SparkSession) -> None:
+def _quiet(spark: SparkSession, verbose: bool = False) -> None:
     # its own loggers too, for the same line logged through them by other py4j versions
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):  # a child's own level would win
         logging.getLogger(name).setLevel(logging.WARNING)
+    if not verbose:
+        for name in _QUERY_CONTEXT_LOGGERS:  # PySpark's getLogger keeps a logger made before
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     root = logging.getLogger()
     if not any(isinstance(f, _RetriedSend) for f in root.filters):
         root.addFilter(_RetriedSend())
