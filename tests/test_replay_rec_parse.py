@@ -13,7 +13,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import spark  # noqa: F401 - spark is a fixture
-from swssd.replay.inputs import BAD_TS, InputOptions, _rec_ts, load, sql_string
+from swssd.replay.inputs import BAD_TS, InputOptions, _rec_ts, load
 
 TS = "2026-11-27.10:00:00.000001"
 #: the line -> (db, table, key, op, fvs) of its event, or the reason it is rejected
@@ -69,20 +69,42 @@ def test_each_line_is_read_as_the_format_means(spark: SparkSession, tmp_path: Pa
     assert parsed(spark, path) == CASES
 
 
-def test_the_cast_reads_every_timestamp_as_the_pattern_does(spark: SparkSession) -> None:
-    """A UTC session casts what another session parses with the pattern: the same instants, the
-    same nulls, for times of the right form and for some that are no time."""
+#: how swss.rec timestamps were read before the cast (in the session's zone, UTC here)
+PATTERN = "try_to_timestamp(substring(value, 1, 26), 'yyyy-MM-dd.HH:mm:ss.SSSSSS')"
+
+
+def test_the_cast_reads_every_timestamp_as_the_pattern_did(spark: SparkSession) -> None:
+    """The same instants, the same nulls, for times of the right form and for some that are no time."""
     stamps = ["2026-11-27.10:00:00.000001", "2024-02-29.23:59:59.999999", "2023-02-29.00:00:00.000000",
               "0001-01-01.00:00:00.000000", "0000-01-01.00:00:00.000000", "9999-12-31.23:59:59.999999",
               "1969-12-31.23:59:59.500000", "2026-00-10.00:00:00.000000", "2026-01-00.00:00:00.000000",
               "2026-04-31.00:00:00.000000", "2026-11-27.23:60:00.000000", "2026-11-27.99:00:00.000000"]
     values = ", ".join(f"('{s}|T:k|DEL')" for s in stamps)
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     rows = spark.sql(
-        f"SELECT value, unix_micros({_rec_ts(True, sql_string)}) AS cast,"
-        f" unix_micros({_rec_ts(False, sql_string)}) AS pattern FROM VALUES {values} AS t(value)"
+        f"SELECT value, unix_micros({_rec_ts()}) AS cast, unix_micros({PATTERN}) AS pattern"
+        f" FROM VALUES {values} AS t(value)"
     ).collect()
     assert [(r["value"], r["cast"]) for r in rows] == [(r["value"], r["pattern"]) for r in rows]
     assert sum(r["cast"] is not None for r in rows) == 6
+
+
+@pytest.mark.parametrize("session_zone", ["Europe/Paris", "America/New_York"])
+def test_a_session_zone_does_not_shift_swss_rec_times(spark: SparkSession, tmp_path: Path, session_zone: str) -> None:
+    """swss.rec times are in --timezone (UTC by default), whatever zone the session computes in."""
+    path = tmp_path / "h1" / "swss.rec"
+    path.parent.mkdir()
+    path.write_text("2026-11-27.10:00:00.000001|T:k|DEL\n2026-07-01.10:00:00.000001|T:k|DEL\n")
+    expected = [1795773600000001, 1782900000000001]  # 10:00 UTC on each day
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", session_zone)
+    try:
+        for zone, shift in (("UTC", 0), ("Asia/Kolkata", -(5 * 3600 + 1800) * 10**6)):
+            events = load(spark, InputOptions([str(path)], timezone=zone)).events
+            found = sorted(r["us"] for r in events.selectExpr("unix_micros(ts) AS us").collect())
+            assert found == sorted(us + shift for us in expected), zone
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", str(before))
 
 
 def test_a_line_that_is_not_utf8_is_cut_by_bytes(spark: SparkSession, tmp_path: Path) -> None:

@@ -80,7 +80,6 @@ JSON_SCHEMA = StructType(
 )
 
 _REC_TS = r"^\d{4}-\d{2}-\d{2}\.\d{2}:\d{2}:\d{2}\.\d{6}\|"
-_REC_TS_FORMAT = "yyyy-MM-dd.HH:mm:ss.SSSSSS"
 #: the instants (UTC microseconds) a timestamp may take: Python's years 1 to 9999, a day inside
 #: each end so that the instant is a Python datetime in any zone (PySpark hands rows over in the
 #: local one). Spark holds instants far outside them (year 0, year -1); one such line would end
@@ -308,7 +307,7 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
             *where,
             f"{blank} AS is_blank",
             f"(substring(value, 1, {_REC_HEAD}) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
-            f"{_rec_ts(utc_session, q)} AS local_ts",
+            f"{_rec_ts()} AS local_ts",
             f"{_before_token('value', 'SET')} AS before_set",
         ],
         ["*", f"(rec_ts_ok AND {marker}) AS is_marker"],
@@ -377,17 +376,15 @@ def _bytes(text: str, start: str, length: str) -> str:
     return f"CAST(substring(CAST({text} AS BINARY), {start}, {length}) AS STRING)"
 
 
-def _rec_ts(utc_session: bool, q: Quote) -> str:
-    """A swss.rec line's timestamp, as a time in the session's zone; null when it is not one.
+def _rec_ts() -> str:
+    """A swss.rec line's timestamp read as a UTC wall clock (to_utc_timestamp then reads it in
+    the capture's zone); null when it is not a time.
 
-    In a UTC session, a cast of the ISO form (date, space, time): the pattern's parser costs about
-    as much as the op token's search. Of what rec_ts_ok lets through, both refuse the same (month
-    13, 24 o'clock, February 30) and read the rest alike (tests/test_replay_rec_parse.py)."""
-    pattern = f"try_to_timestamp(substring(value, 1, 26), {q(_REC_TS_FORMAT)})"
-    if not utc_session:
-        return pattern
-    iso = "concat(substring(value, 1, 10), ' ', substring(value, 12, 15))"
-    return f"CAST(try_cast({iso} AS TIMESTAMP_NTZ) AS TIMESTAMP)"
+    A cast of the ISO form with a `Z`: the pattern's parser cost about as much as the op token's
+    search, and read the time in the session's zone, which shifted every swss.rec event by that
+    zone's offset in a session not in UTC. Of what rec_ts_ok lets through, both refuse the same
+    (month 13, 24 o'clock, February 30) and read the rest alike (tests/test_replay_rec_parse.py)."""
+    return "try_cast(concat(substring(value, 1, 10), ' ', substring(value, 12, 15), 'Z') AS TIMESTAMP)"
 
 
 def _out_of_range(ts: str) -> str:
