@@ -23,7 +23,8 @@ from pyspark.sql import SparkSession
 
 from fixtures.spark_session import spark  # noqa: F401 - spark is a fixture
 from swssd.replay.fold import fold_state, matches_sql, select_events
-from swssd.replay.inputs import InputOptions, load, sql_string
+from swssd.replay.inputs import InputOptions, load
+from swssd.replay.sqltext import sql_string
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swss_rec" / "sw-leaf1"
 #: py4j calls the plan of `replay state` may take (about 200 now; some 4,000 as Column objects)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .inputs import Quote, quote_name, quoting, sql_string
+from .sqltext import Quote, quote_name, quoting, sql_string
 
 KEY_COLUMNS = ["host", "db", "table", "key"]
 #: the kinds whose SET carries the whole entry (it replaces what was there)

@@ -62,6 +62,7 @@ from ..schema import REC_STARTED
 from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES
 from .paths import recorded_hosts
 from .readable import JSON_LINES, MAXLENGTH_OPTION, REC_LINES, InputCheck, LongLine, file_uri, hadoop_max_length
+from .sqltext import Quote, quote_name, quoting, sql_over, sql_string
 
 JSON_SCHEMA = StructType(
     [
@@ -201,33 +202,6 @@ _UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu", "UCT", 
 # fresh names on every call, which end up in the generated Java code, so every command would
 # compile its stages anew instead of finding them in Spark's code cache).
 _BIG = 1 << 30
-
-#: writes a SQL string literal (see quoting)
-Quote = Callable[[str], str]
-
-
-def sql_string(text: str, escapes: bool = True) -> str:
-    """`text` as a SQL string literal; `escapes`: whether the parser reads backslash escapes
-    (spark.sql.parser.escapedStringLiterals false, the default)."""
-    if escapes:
-        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if "'" not in text:
-        return f"'{text}'"
-    if '"' not in text:
-        return f'"{text}"'
-    raise ValueError(f"{text!r}: cannot be written with spark.sql.parser.escapedStringLiterals on")
-
-
-def quoting(spark: SparkSession) -> Quote:
-    """How this session's SQL parser wants string literals written."""
-    raw = str(spark.conf.get("spark.sql.parser.escapedStringLiterals", "false")).strip().lower() == "true"
-    return lambda text: sql_string(text, escapes=not raw)
-
-
-def quote_name(name: str) -> str:
-    """A column name for SQL text (`table` and `key` are keywords)."""
-    return "`" + name.replace("`", "``") + "`"
-
 
 def _json_ts(ts: str, utc_session: bool) -> str:
     """A JSON record's `ts` as a timestamp; null when it is not one.
@@ -546,16 +520,6 @@ def _query(source: str, projections: list[list[str]]) -> str:
     return text
 
 
-def sql_over(df: DataFrame, query: str, view: str = _SCAN_VIEW) -> DataFrame:
-    """`query` run over `df` as the temporary view `view`, dropped once the query is planned (the
-    plan holds `df` itself): a query of many steps is planned in one call into the JVM."""
-    df.createOrReplaceTempView(view)
-    try:
-        return df.sparkSession.sql(query)
-    finally:
-        df.sparkSession.catalog.dropTempView(view)
-
-
 def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ()) -> Inputs:
     """Classify and parse every line of the inputs; counts are observed by the first action.
     `stored` inputs (segments) join them as they are; with no paths, no text is read."""
@@ -589,7 +553,8 @@ def load(spark: SparkSession, opts: InputOptions, stored: Sequence[Stored] = ())
             # the file's metadata taken from each scan: a union of scans has none of its own
             scan = reader.text(paths).selectExpr("value", "_metadata", "monotonically_increasing_id() AS line").where(
                 f"octet_length(value) <= {int(limit)}")
-            parts.append(sql_over(scan, " UNION ALL ".join(queries[fmt] for fmt in FORMAT_FILTERS if fmt in kinds)))
+            query = " UNION ALL ".join(queries[fmt] for fmt in FORMAT_FILTERS if fmt in kinds)
+            parts.append(sql_over(scan, query, _SCAN_VIEW))
     lines = _union(parts)
     observation = Observation("replay_inputs")
     lines = lines.observe(

@@ -39,7 +39,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from .fold import KEY_COLUMNS
-from .inputs import Inputs, quote_name
+from .inputs import Inputs
+from .sqltext import quote_name
 
 MAX_BUCKETS = 240
 #: bucket steps in microseconds: the first that gives at most MAX_BUCKETS buckets is taken

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ..capture.format import KINDS
 from .fold import KEY_COLUMNS
-from .inputs import quote_name, sql_over
+from .sqltext import quote_name, sql_over
 
 TABLE_COLUMNS = ["host", "db", "table"]
 SUMS = ["events", "sets", "dels", "notifications", "dead_letters"]
