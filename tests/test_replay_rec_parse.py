@@ -82,10 +82,11 @@ def test_the_cast_reads_every_timestamp_as_the_pattern_did(spark: SparkSession) 
     values = ", ".join(f"('{s}|T:k|DEL')" for s in stamps)
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     rows = spark.sql(
-        f"SELECT value, unix_micros({_rec_ts()}) AS cast, unix_micros({PATTERN}) AS pattern"
-        f" FROM VALUES {values} AS t(value)"
+        f"SELECT value, unix_micros({_rec_ts(True)}) AS cast, unix_micros({_rec_ts(False)}) AS zoned,"
+        f" unix_micros({PATTERN}) AS pattern FROM VALUES {values} AS t(value)"
     ).collect()
-    assert [(r["value"], r["cast"]) for r in rows] == [(r["value"], r["pattern"]) for r in rows]
+    found = [(r["value"], r["cast"], r["zoned"]) for r in rows]
+    assert found == [(r["value"], r["pattern"], r["pattern"]) for r in rows]
     assert sum(r["cast"] is not None for r in rows) == 6
 
 

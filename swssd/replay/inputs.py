@@ -281,7 +281,7 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
             *where,
             f"{blank} AS is_blank",
             f"(substring(value, 1, {_REC_HEAD}) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
-            f"{_rec_ts()} AS local_ts",
+            f"{_rec_ts(utc_session)} AS local_ts",
             f"{_before_token('value', 'SET')} AS before_set",
         ],
         ["*", f"(rec_ts_ok AND {marker}) AS is_marker"],
@@ -350,15 +350,20 @@ def _bytes(text: str, start: str, length: str) -> str:
     return f"CAST(substring(CAST({text} AS BINARY), {start}, {length}) AS STRING)"
 
 
-def _rec_ts() -> str:
+def _rec_ts(utc_session: bool) -> str:
     """A swss.rec line's timestamp read as a UTC wall clock (to_utc_timestamp then reads it in
     the capture's zone); null when it is not a time.
 
-    A cast of the ISO form with a `Z`: the pattern's parser cost about as much as the op token's
-    search, and read the time in the session's zone, which shifted every swss.rec event by that
-    zone's offset in a session not in UTC. Of what rec_ts_ok lets through, both refuse the same
-    (month 13, 24 o'clock, February 30) and read the rest alike (tests/test_replay_rec_parse.py)."""
-    return "try_cast(concat(substring(value, 1, 10), ' ', substring(value, 12, 15), 'Z') AS TIMESTAMP)"
+    A cast of the ISO form: the pattern's parser cost about as much as the op token's search, and
+    read the time in the session's zone, which shifted every swss.rec event by that zone's offset
+    in a session not in UTC. There the text gets a `Z` (a zone the cast looks up with a regular
+    expression on every line); in a UTC session, a time without one means the same and costs less.
+    Of what rec_ts_ok lets through, both refuse the same (month 13, 24 o'clock, February 30) and
+    read the rest alike (tests/test_replay_rec_parse.py)."""
+    iso = "concat(substring(value, 1, 10), ' ', substring(value, 12, 15))"
+    if utc_session:
+        return f"CAST(try_cast({iso} AS TIMESTAMP_NTZ) AS TIMESTAMP)"
+    return f"try_cast(concat({iso}, 'Z') AS TIMESTAMP)"
 
 
 def _out_of_range(ts: str) -> str:
