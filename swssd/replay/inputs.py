@@ -61,7 +61,16 @@ from ..capture.format import KINDS
 from ..schema import REC_STARTED
 from .inputs_doc import DEFAULT_HOST_PATTERN, DEFAULT_MAX_LINE_BYTES
 from .paths import recorded_hosts
-from .readable import JSON_LINES, MAXLENGTH_OPTION, REC_LINES, InputCheck, LongLine, file_uri, hadoop_max_length
+from .readable import (
+    ALL_LINE_KINDS,
+    JSON_LINES,
+    MAXLENGTH_OPTION,
+    REC_LINES,
+    InputCheck,
+    LongLine,
+    file_uri,
+    hadoop_max_length,
+)
 from .sqltext import Quote, quote_name, quoting, sql_over, sql_string
 
 JSON_SCHEMA = StructType(
@@ -505,10 +514,9 @@ def _by_kinds(paths: Sequence[str], kinds: dict[str, frozenset[str]],
               replaced: dict[str, str]) -> list[tuple[frozenset[str], list[str]]]:
     """`paths` parted by the kinds of line each may hold (`kinds`, by input: a cut file's copy
     by its original), in order; a path not known there may hold both."""
-    both = frozenset(FORMAT_FILTERS)
     parted: dict[frozenset[str], list[str]] = {}
     for path in paths:
-        parted.setdefault(kinds.get(replaced.get(path, path)) or both, []).append(path)
+        parted.setdefault(kinds.get(replaced.get(path, path)) or ALL_LINE_KINDS, []).append(path)
     return list(parted.items())
 
 

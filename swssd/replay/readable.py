@@ -45,6 +45,8 @@ _CR_AS_LF = bytes.maketrans(b"\r", b"\n")
 #: the two kinds of line a file may hold, which inputs.py reads apart: swssd's JSON records (a
 #: line starting with `{`) and swss.rec lines (any other)
 JSON_LINES, REC_LINES = "json", "rec"
+#: what a file may hold when it is not known
+ALL_LINE_KINDS = frozenset({JSON_LINES, REC_LINES})
 
 
 def hadoop_max_length(limit: int) -> int:
@@ -212,19 +214,17 @@ def scan(path: str, limit: int, repair_dir: Callable[[], str] | None = None) -> 
                     lines.feed(chunk)
     except OSError as exc:
         if gunzip is not None:
-            return [], f"not a readable gzip file: {exc}", None, _BOTH
-        return [], None, None, _BOTH  # Spark reports a plain file it cannot read itself, as before
+            return [], f"not a readable gzip file: {exc}", None, ALL_LINE_KINDS
+        return [], None, None, ALL_LINE_KINDS  # Spark reports a plain file it cannot read itself, as before
     if gunzip is not None and gunzip.error is not None:
         if gunzip.text == 0 or repair_dir is None:
-            return [], f"not a readable gzip file: {gunzip.error}", None, _BOTH
+            return [], f"not a readable gzip file: {gunzip.error}", None, ALL_LINE_KINDS
         cut = _repair(gunzip, repair_dir())
         found = [(n, length) for n, length in lines.found]  # the cut line itself is not read
         return [LongLine(path, n, length) for n, length in found if n < cut[1]], None, cut[0], lines.kinds()
     lines.end()
     return [LongLine(path, n, length) for n, length in lines.found], None, None, lines.kinds()
 
-
-_BOTH = frozenset({JSON_LINES, REC_LINES})
 
 
 def _repair(damaged: _Gunzip, directory: str) -> tuple[Cut, int]:
