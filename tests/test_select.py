@@ -538,3 +538,32 @@ async def test_a_paused_table_is_passed_over_until_resumed(db: DBConnector, sel:
     sel.resume(a)
     assert await asyncio.wait_for(waiting, WAIT) is a
     assert not sel.paused(a)
+
+
+async def test_a_table_added_as_a_subscribe_is_refused_waits_for_the_retry(clean_redis: EmbeddedRedis) -> None:
+    """A SUBSCRIBE refused by the ACL closes the pub/sub connection; a table added in the moment
+    before the reader notices (the daemon adds its tables one by one, as each reconciles) must wait
+    for the retry like the others, not raise the refusal into the daemon (a CI run's crash)."""
+    admin = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB")
+    await admin.redis.execute_command("ACL", "SETUSER", "nosub", "reset", "on", ">pw", "~*", "&*", "+@all",
+                                      "-subscribe", "-psubscribe")
+    db = await DBConnector.from_url(clean_redis.url, db_id=0, separator=":", name="APPL_DB",
+                                    username="nosub", password="pw")
+    try:
+        async with Select(reconnect_min=0.05, reconnect_max=0.2) as sel:
+            first = asyncio.ensure_future(sel.add(ConsumerStateTable(db, "PORT_TABLE")))
+            await wait_until(lambda: sel._servers)
+            (server,) = sel._servers.values()
+            # Poll each loop turn for the closed connection, then add at once, before the reader's turn.
+            while not (server._conn is not None and server._conn.is_closed):
+                await asyncio.sleep(0)
+            second = asyncio.ensure_future(server.add(ConsumerStateTable(db, "ROUTE_TABLE")))
+            await asyncio.sleep(0.5)  # retries come and are refused again
+            assert not second.done() or second.exception() is None
+            assert not first.done()
+            await admin.redis.execute_command("ACL", "SETUSER", "nosub", "+subscribe", "+psubscribe")
+            await asyncio.wait_for(asyncio.gather(first, second), WAIT)
+    finally:
+        await db.close()
+        await admin.redis.execute_command("ACL", "DELUSER", "nosub")
+        await admin.close()

@@ -287,8 +287,10 @@ class _ServerSubscription:
 
     async def _send(self, *args: str) -> None:
         conn = self._conn
-        if conn is None:
-            return  # the reader subscribes every channel when it (re)connects
+        if conn is None or conn.is_closed:
+            # The reader subscribes every channel when it (re)connects. A connection that has just
+            # closed (dropped, or a refused SUBSCRIBE before this one) is its to handle, not ours.
+            return
         with contextlib.suppress(*CONNECTION_ERRORS):  # the reader notices the drop and resubscribes
             conn.send(args)
 
