@@ -151,3 +151,48 @@ def test_the_keys_file_holds_the_most_changed_first(spark: SparkSession, tmp_pat
     rows = [r for f in files for r in spark.read.parquet(str(f)).collect()]
     order = [(-r["events"], -r["dels"], r["host"], r["db"], r["table"], r["key"]) for r in rows]
     assert order == sorted(order) and len(rows) > 50
+
+
+def summary_line(out: str) -> str:
+    (line,) = [line for line in out.splitlines() if line.startswith("read ")]
+    return line
+
+
+@pytest.mark.parametrize("filters", [[], ["--table", "PORT_TABLE", "--since", "2026-11-27T10:20:00Z",
+                                          "--only-host", "sw1", "--db", "APPL_DB"]])
+def test_stats_counts_every_line_read_as_history_does(spark: SparkSession, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str], filters: list[str]) -> None:
+    """stats counts the lines it reads by kind in its own aggregation (no observation in the read):
+    the same summary as `history`, whose counts are observed, over JSON records, swss.rec lines,
+    markers, blank and rejected lines; events the filters leave out are read all the same. The
+    filtered figures are the plain count's of the events kept."""
+    records = capture(4, 600)
+    (tmp_path / "sw1").mkdir()
+    (tmp_path / "sw1" / "capture.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records) + "\n\nnot json\n{\"ts\": 5}\n")
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "swss.rec").write_text(
+        "2026-11-27.10:30:00.000001|recording started\n"
+        "2026-11-27.10:30:00.000002|PORT_TABLE:Ethernet0|SET|mtu:9100\n"
+        "2026-11-27.10:30:01.000000|PORT_TABLE:Ethernet4|DEL\n"
+        "\n"
+        "2026-11-27.10:30:02.000000|no op here\n")
+    summaries = []
+    for command in ("history", "stats"):
+        out = tmp_path / f"out-{command}"
+        assert main([command, str(tmp_path / "sw1"), str(tmp_path / "rec"), "--host", "sw1", "--output", str(out),
+                     *filters, *SPARK_ARGS]) == 0
+        summaries.append(summary_line(capsys.readouterr().out).replace(str(out), "OUT"))
+    assert summaries[0] == summaries[1]
+    assert summaries[1].startswith("read 609 lines: 602 events, 1 'recording started' markers, 3 blank, 3 rejected")
+    kept = [r for r in records if not filters or (r["table"] == "PORT_TABLE" and r["db"] == "APPL_DB"
+                                                  and r["ts"] >= "2026-11-27T10:20:00")]
+    for r in kept:
+        r["host"] = "sw1"
+    tables, _, _ = expected(kept)
+    want = {t[1:]: f["events"] for t, f in tables.items()}
+    # the two swss.rec events: APPL_DB's PORT_TABLE (':'), after 10:20, kept by the filters too
+    want[("APPL_DB", "PORT_TABLE")] = want.get(("APPL_DB", "PORT_TABLE"), 0) + 2
+    tables_file = spark.read.parquet(str(tmp_path / "out-stats" / "stats" / "tables"))
+    got = {(r["db"], r["table"]): r["events"] for r in tables_file.collect()}
+    assert got == want

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from . import diff as diff_mod
 from . import segment as segment_mod
 from . import stats as stats_mod
-from .fold import fold_state, matches, select_events
+from .fold import event_conditions, fold_state, matches, select_events
 from .inputs import InputOptions, Inputs, load
 from .output import write_replacing
 from .rejects import bound_note, bounded
@@ -56,10 +56,10 @@ def given_inputs(args: argparse.Namespace) -> list[str]:
     return [originals.get(p, p) for p in args.inputs]
 
 
-def _load(spark: SparkSession, args: argparse.Namespace) -> Inputs:
+def _load(spark: SparkSession, args: argparse.Namespace, observe: bool = True) -> Inputs:
     """The text inputs and the segments among the inputs (cli.main opened and checked them)."""
     segments = getattr(args, "segments", [])
-    return load(spark, input_options(args), [segment_mod.stored(spark, s) for s in segments])
+    return load(spark, input_options(args), [segment_mod.stored(spark, s) for s in segments], observe)
 
 
 def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
@@ -67,20 +67,19 @@ def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> 
 
 
 def _filtered(events: DataFrame, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
-    return select_events(
-        events,
-        as_of_us=_instant(args, "as_of"),
-        since_us=_instant(args, "since"),
-        hosts=args.only_host,
-        dbs=dbs,
-        tables=args.table,
-        keys=args.key,
-    )
+    return select_events(events, **_filters(args, dbs))
 
 
-def _report_inputs(inputs: Inputs, args: argparse.Namespace) -> dict[str, int]:
-    """Print what was read; write rejected lines (a second pass, only when there are any)."""
-    counts = inputs.counts()
+def _filters(args: argparse.Namespace, dbs: list[str] | None) -> dict[str, Any]:
+    """select_events' (and event_conditions') filters, from the command's options."""
+    return {"as_of_us": _instant(args, "as_of"), "since_us": _instant(args, "since"), "hosts": args.only_host,
+            "dbs": dbs, "tables": args.table, "keys": args.key}
+
+
+def _report_inputs(inputs: Inputs, args: argparse.Namespace, counted: dict[str, int] | None = None) -> dict[str, int]:
+    """Print what was read; write rejected lines (a second pass, only when there are any).
+    `counted`: the lines' counts of a command that counted them itself (Inputs.counts)."""
+    counts = inputs.counts(counted)
     _note_long_lines(inputs)
     path = None
     note = ""
@@ -200,8 +199,12 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
 
 
 def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
-    inputs = _load(spark, args)
-    st = stats_mod.compute(_events(inputs, args, args.db))
+    # Text inputs alone: stats counts their lines by kind in its own aggregation, with no
+    # observation in the read (Inputs.counts). Segments' events come with counts of their own.
+    segments = bool(getattr(args, "segments", []))
+    inputs = _load(spark, args, observe=segments)
+    source = inputs.events if segments or inputs.lines is None else inputs.lines
+    st = stats_mod.compute(source, event_conditions(spark, **_filters(args, args.db)))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
     # The first action reads the input and caches what every other reads. The rest (the figures
@@ -220,7 +223,7 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
             write.result()
         tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
         top_keys = top.result()
-    _report_inputs(inputs, args)
+    _report_inputs(inputs, args, st.line_counts(figures.result()))
     print(f"per table -> {tables_path}")
     print(text_table(
         ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",

@@ -10,6 +10,10 @@ plain sum, count, min, max or bitwise OR: no distinct counts and no sets, which 
 slower aggregation, and few jobs, each of which costs a started JVM planning, compiling and
 scheduling time (BENCHMARKS.md, "Replay against plain Spark").
 
+Over text inputs the first aggregation reads every line, not only the events: the lines that are
+not events of the command's filters are counted by kind on the way, which gives the summary of
+what was read without the observation other commands make in the read (Stats.line_counts).
+
 A notification's op is its own (any text), so it is counted apart from SET and DEL; its key is
 the message's data, so notifications are ranked per channel and op rather than among the
 flapping keys.
@@ -17,6 +21,7 @@ flapping keys.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Row
@@ -66,6 +71,11 @@ def _kinds_text(mask: str) -> str:
     return f"concat_ws(',', {names})"
 
 
+def _selected_only(columns: list[str]) -> str:
+    """`columns` of the selected events, null for the other lines (counted by kind alone)."""
+    return ", ".join(f"CASE WHEN sel THEN {quote_name(c)} END AS {quote_name(c)}" for c in columns)
+
+
 def _state_only(aggregate: str, column: str) -> str:
     """`aggregate` of `column` over the rows of table entries (not notifications): null if none."""
     return f"{aggregate}(CASE WHEN nop IS NULL THEN {column} END)"
@@ -73,8 +83,10 @@ def _state_only(aggregate: str, column: str) -> str:
 
 # The events of each key, notification op and minute. The minute is a number (UTC microseconds at
 # its start), by arithmetic: date_trunc goes through the session's time zone rules for every event.
+# A line that is not a selected event (a marker, a blank or rejected line, an event the filters
+# leave out) keeps only its kind, `lk`: those rows count the lines read, by kind.
 _PER_MINUTE = f"""
-SELECT {_KEYS}, nop, minute,
+SELECT {_KEYS}, nop, minute, lk,
   bit_or(kind_bit) AS kinds, count(1) AS events,
   sum(CASE WHEN (NOT is_notification) AND op = 'SET' THEN 1 ELSE 0 END) AS sets,
   sum(CASE WHEN (NOT is_notification) AND op = 'DEL' THEN 1 ELSE 0 END) AS dels,
@@ -82,20 +94,23 @@ SELECT {_KEYS}, nop, minute,
   sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters,
   min(ts) AS first_ts, max(ts) AS last_ts
 FROM (
-  SELECT {_KEYS}, op, ts, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
-    CASE WHEN is_notification THEN op END AS nop,
-    unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}) AS minute
-  FROM (SELECT *, (kind <=> 'notification') AS is_notification FROM {_EVENTS_VIEW})
+  SELECT {_selected_only(KEY_COLUMNS)}, op, ts, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
+    CASE WHEN sel AND is_notification THEN op END AS nop,
+    CASE WHEN sel THEN unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}) END AS minute,
+    CASE WHEN NOT sel THEN line_kind END AS lk
+  FROM (SELECT *, (kind <=> 'notification') AS is_notification FROM {{selected}})
+  WHERE sel OR line_kind IS NOT NULL
 )
-GROUP BY {_KEYS}, nop, minute
+GROUP BY {_KEYS}, nop, minute, lk
 """
 
 # Over those rows, three grouping sets at once (one pass, one shuffle): a row per key across its
 # ops and minutes (with its table-entry figures apart), per table and minute, per channel, op and
-# minute (rows of table entries, whose op is null, are left out there).
+# minute (rows of table entries, whose op is null, are left out there). Each set keeps the lines'
+# kinds apart.
 _GROUPED = f"""
 SELECT * FROM (
-SELECT {_KEYS}, nop,
+SELECT {_KEYS}, nop, lk,
   CASE WHEN grouping(minute) = 1 THEN {PER_KEY} WHEN grouping(nop) = 0 THEN {PER_OP_MINUTE} ELSE {PER_MINUTE} END AS g,
   bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, sum(dels) AS dels,
   sum(notifications) AS notifications, sum(dead_letters) AS dead_letters,
@@ -106,7 +121,7 @@ SELECT {_KEYS}, nop,
   {_state_only('min', 'first_ts')} AS s_first_ts, {_state_only('max', 'last_ts')} AS s_last_ts,
   {_state_only('count', '1')} AS s_minutes
 FROM ({_PER_MINUTE})
-GROUP BY GROUPING SETS (({_KEYS}), ({_TABLE}, nop, minute), ({_TABLE}, minute))
+GROUP BY GROUPING SETS (({_KEYS}, lk), ({_TABLE}, nop, minute, lk), ({_TABLE}, minute, lk))
 )
 WHERE g != {PER_OP_MINUTE} OR nop IS NOT NULL
 """
@@ -136,7 +151,7 @@ _PER_TABLE_AND_OP = [
     f"max(CASE WHEN g != {PER_KEY} THEN events END) AS peak_per_minute",
 ]
 _PER_TABLE_AND_OP_COLUMNS = [
-    *map(quote_name, TABLE_COLUMNS), "op", f"{_kinds_text('kinds')} AS kind", *SUMS, "distinct_keys", "first_ts",
+    *map(quote_name, TABLE_COLUMNS), "op", "lk", f"{_kinds_text('kinds')} AS kind", *SUMS, "distinct_keys", "first_ts",
     "last_ts", "active_minutes",
     f"round(events / greatest(1.0D, (unix_micros(last_ts) - unix_micros(first_ts)) / {_MINUTE_US}.0D), 1)"
     " AS events_per_minute",
@@ -151,9 +166,10 @@ class Stats:
     keys: DataFrame
     """KEY_FIGURES, unordered (see `top_keys` and `keys_ordered`)"""
     per_table_and_op: DataFrame
-    """TABLE_FIGURES and `op`: a row per table (op null) and per channel and op (the rows of
+    """TABLE_FIGURES, `op` and `lk`: a row per table (op null) and per channel and op (the rows of
     notifications: their `kind`, sums apart from events and dead letters, distinct keys and
-    events per minute are not theirs). A few rows, cached."""
+    events per minute are not theirs), and per kind of line counted apart (`lk`, with its lines
+    as `events`; see `line_counts`). A few rows, cached."""
 
     def grouped_rows(self) -> int:
         """Computes the grouped rows, once (the job that reads the input): how many there are."""
@@ -172,16 +188,26 @@ class Stats:
 
     def tables(self, rows: list[Row]) -> list[Row]:
         """The tables among `rows` (collected from per_table_and_op), by host, db and table."""
-        return sorted((_only(r, TABLE_FIGURES) for r in rows if r["op"] is None), key=_table_order)
+        return sorted((_only(r, TABLE_FIGURES) for r in rows if r["op"] is None and r["lk"] is None),
+                      key=_table_order)
 
     def notifications(self, rows: list[Row]) -> list[Row]:
         """The channels' ops among `rows`, the most frequent first."""
         found = [_only(r, OP_FIGURES) for r in rows if r["op"] is not None]
         return sorted(found, key=lambda r: (-r["events"], *_table_order(r), r["op"]))
 
+    def line_counts(self, rows: list[Row]) -> dict[str, int]:
+        """The lines read, by kind (inputs.COUNTS), among `rows`: the selected events are the
+        tables' events; the other lines were counted apart. Right when the source was the
+        inputs' lines (`compute`)."""
+        apart = {r["lk"]: r["events"] for r in rows if r["lk"] is not None}
+        selected = sum(r["events"] for r in rows if r["op"] is None and r["lk"] is None)
+        return {"lines": selected + sum(apart.values()), "events": selected + apart.get("event", 0),
+                "markers": apart.get("marker", 0), "blank": apart.get("blank", 0), "rejects": apart.get("reject", 0)}
+
     def tables_frame(self) -> DataFrame:
         """The tables, as `tables` orders them, in one file (a few rows)."""
-        return (self.per_table_and_op.where("op IS NULL").select(*TABLE_FIGURES)
+        return (self.per_table_and_op.where("op IS NULL AND lk IS NULL").select(*TABLE_FIGURES)
                 .coalesce(1).sortWithinPartitions(*_order(TABLE_COLUMNS)))
 
     def notifications_frame(self) -> DataFrame:
@@ -207,12 +233,20 @@ def _table_order(row: Row) -> tuple[tuple[bool, str], ...]:
     return tuple((row[c] is not None, row[c] or "") for c in TABLE_COLUMNS)
 
 
-def compute(events: DataFrame) -> Stats:
-    """The figures over `events`: the grouped rows cached, the rest derived from them."""
-    grouped = sql_over(events, _GROUPED, _EVENTS_VIEW).persist()
-    keys = grouped.where(f"g = {PER_KEY} AND s_minutes > 0").selectExpr(*_KEYS_TABLE)
+def compute(source: DataFrame, conditions: Sequence[str] = ()) -> Stats:
+    """The figures over the events of `source` that meet every one of `conditions` (SQL text): the
+    grouped rows cached, the rest derived from them. `source` may be the inputs' lines (with
+    `line_kind`, inputs.Inputs.lines): every line is then counted by kind on the way
+    (`Stats.line_counts`), which spares the read an observation."""
+    if "line_kind" not in source.columns:
+        source = source.withColumn("line_kind", F.lit(None).cast("string"))
+    condition = " AND ".join(f"({c})" for c in conditions) or "true"
+    selected = (f"(SELECT *, CASE WHEN line_kind IS NULL OR line_kind = 'event' THEN coalesce({condition}, false) "
+                f"ELSE false END AS sel FROM {_EVENTS_VIEW})")
+    grouped = sql_over(source, _GROUPED.replace("{selected}", selected), _EVENTS_VIEW).persist()
+    keys = grouped.where(f"g = {PER_KEY} AND s_minutes > 0 AND lk IS NULL").selectExpr(*_KEYS_TABLE)
     per_table_and_op = (
-        grouped.groupBy(*TABLE_COLUMNS, F.expr(_OP))
+        grouped.groupBy(*TABLE_COLUMNS, F.expr(_OP), "lk")
         .agg(*(F.expr(a) for a in _PER_TABLE_AND_OP))
         .selectExpr(*_PER_TABLE_AND_OP_COLUMNS)
         .persist()
