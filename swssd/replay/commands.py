@@ -223,7 +223,7 @@ def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
             write.result()
         tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
         top_keys = top.result()
-    _report_inputs(inputs, args, st.line_counts(figures.result()))
+    _report_inputs(inputs, args, None if segments else st.line_counts(figures.result()))
     print(f"per table -> {tables_path}")
     print(text_table(
         ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",

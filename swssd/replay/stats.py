@@ -72,7 +72,8 @@ def _kinds_text(mask: str) -> str:
 
 
 def _selected_only(columns: list[str]) -> str:
-    """`columns` of the selected events, null for the other lines (counted by kind alone)."""
+    """`columns` of the selected events, null for the other lines (counted by kind alone; the
+    time of a line rejected for it may be one Python cannot hold)."""
     return ", ".join(f"CASE WHEN sel THEN {quote_name(c)} END AS {quote_name(c)}" for c in columns)
 
 
@@ -94,7 +95,7 @@ SELECT {_KEYS}, nop, minute, lk,
   sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters,
   min(ts) AS first_ts, max(ts) AS last_ts
 FROM (
-  SELECT {_selected_only(KEY_COLUMNS)}, op, ts, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
+  SELECT {_selected_only([*KEY_COLUMNS, "ts"])}, op, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
     CASE WHEN sel AND is_notification THEN op END AS nop,
     CASE WHEN sel THEN unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}) END AS minute,
     CASE WHEN NOT sel THEN line_kind END AS lk
