@@ -139,14 +139,17 @@ def test_same_calls_same_redis_state(swss_env: dict[str, str], clean_redis: Embe
     db.flushdb()
     published = db.pubsub()
     published.psubscribe("*")  # every PUBLISH, the channels' wake-ups included
-    their_results = theirs(swss_env, sonic_db_config, calls)
-    their_state = snapshot(db)
-    their_messages = messages(published)
-    db.flushdb()
-    our_results = ours(sonic_db_config, calls)
-    assert snapshot(db) == their_state
-    assert messages(published) == their_messages
-    assert normal(our_results) == normal(their_results)
+    try:
+        their_results = theirs(swss_env, sonic_db_config, calls)
+        their_state = snapshot(db)
+        their_messages = messages(published)
+        db.flushdb()
+        our_results = ours(sonic_db_config, calls)
+        assert snapshot(db) == their_state
+        assert messages(published) == their_messages
+        assert normal(our_results) == normal(their_results)
+    finally:
+        published.punsubscribe("*")  # a pattern left on the server counts in every later test's PUBLISH
 
 
 def test_each_side_pops_what_the_other_wrote(swss_env: dict[str, str], sonic_db_config: Path) -> None:
@@ -193,13 +196,16 @@ def test_temp_view_publishes_the_same_difference(swss_env: dict[str, str], clean
     db = DBConnector("APPL_DB", 0)
     published = db.pubsub()
     published.psubscribe("*")
-    their_results = theirs(swss_env, sonic_db_config, TEMP_VIEW)
-    their_state = snapshot(db)
-    their_messages = messages(published)
-    db.flushdb()
-    our_results = ours(sonic_db_config, TEMP_VIEW)
-    assert snapshot(db) == their_state
-    assert messages(published) == their_messages
+    try:
+        their_results = theirs(swss_env, sonic_db_config, TEMP_VIEW)
+        their_state = snapshot(db)
+        their_messages = messages(published)
+        db.flushdb()
+        our_results = ours(sonic_db_config, TEMP_VIEW)
+        assert snapshot(db) == their_state
+        assert messages(published) == their_messages
+    finally:
+        published.punsubscribe("*")
     assert our_results == their_results
     assert their_results[-1] == ("error", "RuntimeError")
     assert sorted(db.connection.command("SMEMBERS", "ROUTE_TABLE_KEY_SET")) == ["change", "fewer", "gone", "new"]
