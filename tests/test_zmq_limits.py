@@ -254,3 +254,31 @@ async def test_a_paused_table_stops_the_server_at_once(db: DBConnector, push: zm
         sender.close(0)
         await consumer.close()
         await server.close()
+
+
+async def test_complete_messages_queued_while_the_loop_is_busy_drop_no_peer(db: DBConnector, push: zmq.Context) -> None:  # type: ignore[type-arg]
+    """libzmq queues a connection's complete messages (up to the receive high-water mark) while
+    the event loop is busy elsewhere, more bytes than a message may hold: a queue of finished
+    messages is not an unfinished message, and the peer stays, every message read in order."""
+    server = ZmqServer("tcp://127.0.0.1:*", receive_hwm=32, max_buffer_bytes=64 << 20)
+    consumer = ZmqConsumerStateTable(db, TABLE, server, pop_batch_size=100)
+    sender = push.socket(zmq.PUSH)
+    sender.connect(server.last_endpoint or "")
+    value = "z" * (1 << 20)
+    try:
+        for round_ in range(3):
+            keys = [f"r{round_}-{i}" for i in range(40)]
+            for key in keys:
+                sender.send(serialize("APPL_DB", TABLE, [KeyOpFieldsValues(key, "SET", [("v", value)])]), copy=False)
+            time.sleep(1.0)  # the loop busy: libzmq takes what it may hold, complete messages
+            got: list[KeyOpFieldsValues] = []
+            deadline = time.monotonic() + 20
+            while len(got) < len(keys) and time.monotonic() < deadline:
+                got += await consumer.pops()
+                await asyncio.sleep(0.01)
+            assert [c.key for c in got] == keys
+            assert server.unfinished_peers == 0
+    finally:
+        sender.close(0)
+        await consumer.close()
+        await server.close()

@@ -8,13 +8,16 @@ sight, and libzmq keeps reading the connection without limit. (C++ producers sen
 message; a multipart message never comes from them.)
 
 What the server cannot see, the kernel counts: for a TCP connection, the bytes libzmq took off it
-are TCP_INFO's bytes received less those still queued (FIONREAD). A connection's bytes taken while
-the server reads, less every byte the server read meanwhile (from any connection, with a frame
-header's 9 bytes a message), is a lower bound on what libzmq holds for that connection; when it
-passes the message size limit (and a margin for frames on their way), the connection holds more
-than any message C++ may send, and it is shut down (libzmq then drops the unfinished parts). While
-the server does not read, connections fill libzmq's queue with complete messages legitimately:
-those bytes are not counted.
+are TCP_INFO's bytes received less those still queued (FIONREAD). A connection's bytes taken, less
+every byte the server read meanwhile (from any connection, with a frame header's 9 bytes a
+message), is a lower bound on what libzmq holds for that connection: its complete messages not
+read yet, and the message it is still receiving. Only the second says anything about the peer.
+So a connection is shut down (libzmq then drops its unfinished parts) when that bound passes the
+message size limit (with a margin for frames on their way) at a moment libzmq holds no complete
+message for the server (`message_waits()` false, asked after the bytes were counted): the bound is
+then all unfinished message. While complete messages wait (the event loop busy elsewhere, or
+reading paused), they may be this connection's, up to the receive high-water mark of them; the
+connection is looked at again, and shut down then only past that queue's bound as well.
 
 The connections are watched edge-triggered through a private epoll on the event loop, one shot a
 connection every _INTERVAL: an idle connection costs nothing, a busy one about 100 looks a second.
@@ -65,23 +68,27 @@ class _Connection:
 class UnfinishedMessages:
     """Watches the TCP connections of one server and shuts down one that holds more than
     `limit` bytes libzmq cannot hand over. `read_bytes()` says the bytes the server read so
-    far (with FRAME_OVERHEAD a message), `reading()` whether it reads now, `shut_down(fd)`
-    shuts a connection down (False if it is not one of the server's any more)."""
+    far (with FRAME_OVERHEAD a message), `message_waits()` whether libzmq holds a complete
+    message for the server now, `shut_down(fd)` shuts a connection down (False if it is not one
+    of the server's any more). `queue_limit` bounds the bytes of complete messages libzmq may
+    hold for one connection (its receive high-water mark of messages of the largest size)."""
 
     def __init__(
         self,
         where: str,
         limit: int,
+        queue_limit: int,
         read_bytes: Callable[[], int],
-        reading: Callable[[], bool],
+        message_waits: Callable[[], bool],
         shut_down: Callable[[int], bool],
     ) -> None:
         self.where = where
         self.limit = limit + _MARGIN
+        self.queue_limit = queue_limit
         #: connections shut down for holding an unfinished message past the limit
         self.dropped = 0
         self._read_bytes = read_bytes
-        self._reading = reading
+        self._message_waits = message_waits
         self._shut_down = shut_down
         self._connections: dict[int, _Connection] = {}
         self._due: set[int] = set()
@@ -119,7 +126,7 @@ class UnfinishedMessages:
 
     def _rearm(self) -> None:
         """Look at the connections that were busy again (what came since the event) and wait
-        for their next bytes."""
+        for their next bytes; one that could not be judged is looked at again."""
         self._timer = None
         due, self._due = self._due, set()
         for fd in due:
@@ -131,6 +138,8 @@ class UnfinishedMessages:
                     self._epoll.modify(fd, _EVENTS)
                 except OSError:
                     self.forget(fd)
+        if self._due and self._timer is None:
+            self._timer = self._loop.call_later(_INTERVAL, self._rearm)
 
     def _look(self, fd: int) -> None:
         state = self._connections.get(fd)
@@ -138,10 +147,12 @@ class UnfinishedMessages:
         if state is None or taken is None:
             return
         read = self._read_bytes()
-        came = taken - state.taken if self._reading() else 0
-        state.held = max(0, state.held + came - (read - state.read))
+        state.held = max(0, state.held + (taken - state.taken) - (read - state.read))
         state.taken, state.read = taken, read
         if state.held <= self.limit:
+            return
+        if state.held <= self.limit + self.queue_limit and self._message_waits():
+            self._due.add(fd)  # complete messages may be part of it: judged once they are read
             return
         held = state.held
         self.forget(fd)
