@@ -231,9 +231,11 @@ def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, 
 
     On a machine busy with other work the delivery p95 is that work's, flood or not (measured
     here without any flood: 5-160 ms as it came and went): the same delivery is then measured
-    without the flood, before it and after it, and the flood may take the p95 to twice the
-    larger of the two and no further (a daemon that read the flood without bound took it from
-    2 to 305 ms). On a quiet machine both are a few ms and the bound is the 20 ms."""
+    without the flood, before it and after it, and the flood may take the p95 to four times the
+    larger of the two and no further. On a quiet machine the flood takes it from 3-4 ms to 6-12
+    ms (1.1 to 3.5 times: every hop of a change waits behind the reading of a 1 MB message),
+    and the bound is the 20 ms; a daemon that read the flood without bound took it from 2 to
+    305 ms."""
     port, zport = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{zport}"
     record = tmp_path / "stamps.jsonl"
@@ -263,7 +265,7 @@ def test_a_flood_of_1mb_messages_into_a_slow_plugin(clean_redis: EmbeddedRedis, 
         after = p95(state_table_latencies(clean_redis, record, 100, 0.03))
         quiet = max(before, after)
         flooded = p95(latencies)
-        assert flooded <= max(0.020, 2 * quiet), (
+        assert flooded <= max(0.020, 4 * quiet), (
             f"p95 {flooded * 1000:.1f} ms in the flood, {before * 1000:.1f} ms before it and {after * 1000:.1f} ms "
             f"after it (load {os.getloadavg()[0]:.1f}): {latencies}"
         )

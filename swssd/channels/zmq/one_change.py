@@ -44,6 +44,8 @@ def read_one(data: bytes, head: bytes) -> KeyOpFieldsValues | None:
         return None
     key_start = start + SIZE_T
     key_end = key_start + _unpack_from(data, start)[0]
+    if len(data) - key_end > _TAIL_BYTES:
+        return None  # never kept: not worth copying and hashing (a 1 MB value costs a millisecond)
     known = _tails.get(data[key_end:])  # empty (never kept) when the key runs past the end
     if known is None or not data.startswith(known[0]):
         return None
