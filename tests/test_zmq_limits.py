@@ -282,3 +282,35 @@ async def test_complete_messages_queued_while_the_loop_is_busy_drop_no_peer(db: 
         sender.close(0)
         await consumer.close()
         await server.close()
+
+
+@pytest.mark.parametrize("paused", [False, True])
+async def test_a_message_in_parts_that_never_ends_drops_its_peer(db: DBConnector, paused: bool) -> None:
+    """Parts flagged MORE and never a last one (libzmq would keep them all): the connection is
+    shut down once they pass the message limit, whether the server reads or is paused (libzmq
+    keeps taking parts of a paused server's connections), counted once."""
+    server = ZmqServer("tcp://127.0.0.1:*")
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    part = serialize("APPL_DB", TABLE, [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])])
+    hostile = zmtp_peer.connect(("127.0.0.1", port_of(server)))
+    try:
+        if paused:
+            consumer.pause_reading()
+        sent = 0
+
+        def send_parts() -> None:
+            nonlocal sent
+            with contextlib.suppress(OSError):  # shut down while sending
+                for _ in range(100):
+                    hostile.sendall(zmtp_peer.frame(part, more=True))
+                    sent += 1
+
+        await asyncio.to_thread(send_parts)
+        assert await until(lambda: server.unfinished_peers == 1)
+        assert zmtp_peer.closed_by_peer(hostile)
+        assert sent < 100
+        assert server.received == 0
+    finally:
+        hostile.close()
+        await consumer.close()
+        await server.close()
