@@ -98,6 +98,25 @@ def messages(pubsub: PubSub) -> list[tuple[str, str]]:
     return out
 
 
+def both(swss_env: dict[str, str], sonic_db_config: Path, db: DBConnector, calls: list[Op]) -> tuple[Any, Any]:
+    """`calls` through the binding, then through swssd's layer, each on an empty APPL_DB (`db`):
+    they must leave the same state and publish the same messages; the results of each."""
+    db.flushdb()
+    published = db.pubsub()
+    published.psubscribe("*")  # every PUBLISH, the channels' wake-ups included
+    try:
+        their_results = theirs(swss_env, sonic_db_config, calls)
+        their_state = snapshot(db)
+        their_messages = messages(published)
+        db.flushdb()
+        our_results = ours(sonic_db_config, calls)
+        assert snapshot(db) == their_state
+        assert messages(published) == their_messages
+    finally:
+        published.punsubscribe("*")  # a pattern left on the server counts in every later test's PUBLISH
+    return their_results, our_results
+
+
 KEYS = [f"10.0.{i}.0/24" for i in range(4)] + ["", "a:b", "é"]
 FIELDS = ["nexthop", "ifname", "ports@", "x y", "é"]
 VALUES = ["a", "", "None", "é", "x y", "1,2"]
@@ -134,22 +153,8 @@ def test_same_calls_same_redis_state(swss_env: dict[str, str], clean_redis: Embe
                                      ops: list[Op]) -> None:
     """Property: any sequence of writes, through either, leaves the same APPL_DB, publishes the same
     messages and returns the same values (the reads after it included)."""
-    calls = [*ops, *READS]
-    db = DBConnector("APPL_DB", 0)
-    db.flushdb()
-    published = db.pubsub()
-    published.psubscribe("*")  # every PUBLISH, the channels' wake-ups included
-    try:
-        their_results = theirs(swss_env, sonic_db_config, calls)
-        their_state = snapshot(db)
-        their_messages = messages(published)
-        db.flushdb()
-        our_results = ours(sonic_db_config, calls)
-        assert snapshot(db) == their_state
-        assert messages(published) == their_messages
-        assert normal(our_results) == normal(their_results)
-    finally:
-        published.punsubscribe("*")  # a pattern left on the server counts in every later test's PUBLISH
+    their_results, our_results = both(swss_env, sonic_db_config, DBConnector("APPL_DB", 0), [*ops, *READS])
+    assert normal(our_results) == normal(their_results)
 
 
 def test_each_side_pops_what_the_other_wrote(swss_env: dict[str, str], sonic_db_config: Path) -> None:
@@ -194,18 +199,7 @@ TEMP_VIEW: list[Op] = [
 def test_temp_view_publishes_the_same_difference(swss_env: dict[str, str], clean_redis: EmbeddedRedis,
                                                  sonic_db_config: Path) -> None:
     db = DBConnector("APPL_DB", 0)
-    published = db.pubsub()
-    published.psubscribe("*")
-    try:
-        their_results = theirs(swss_env, sonic_db_config, TEMP_VIEW)
-        their_state = snapshot(db)
-        their_messages = messages(published)
-        db.flushdb()
-        our_results = ours(sonic_db_config, TEMP_VIEW)
-        assert snapshot(db) == their_state
-        assert messages(published) == their_messages
-    finally:
-        published.punsubscribe("*")
+    their_results, our_results = both(swss_env, sonic_db_config, db, TEMP_VIEW)
     assert our_results == their_results
     assert their_results[-1] == ("error", "RuntimeError")
     assert sorted(db.connection.command("SMEMBERS", "ROUTE_TABLE_KEY_SET")) == ["change", "fewer", "gone", "new"]
