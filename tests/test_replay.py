@@ -33,7 +33,7 @@ from swssd import (
 )
 from swssd.capture import CaptureWriter, iso_ts
 from swssd.replay.cli import main
-from swssd.replay.fold import fold_state, select_events
+from swssd.replay.fold import event_conditions, fold_state, select_events
 from swssd.replay.inputs import InputOptions, load
 from swssd.replay.timeparse import parse_instant
 
@@ -86,7 +86,8 @@ def by_table(rows: list) -> dict:  # type: ignore[type-arg]
 def state_of(spark: SparkSession, paths: list[str], as_of: str | None = None, tz: str = "UTC",
              **filters: list[str]) -> dict:  # type: ignore[type-arg]
     inputs = load(spark, InputOptions(paths, timezone=tz))
-    events = select_events(inputs.events, as_of_us=parse_instant(as_of, tz) if as_of else None, **filters)
+    conditions = event_conditions(spark, as_of_us=parse_instant(as_of, tz) if as_of else None, **filters)
+    events = select_events(inputs.events, conditions)
     return by_table(fold_state(events).collect())
 
 

@@ -22,7 +22,7 @@ import py4j.java_gateway
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import spark  # noqa: F401 - spark is a fixture
-from swssd.replay.fold import fold_state, matches_sql, select_events
+from swssd.replay.fold import event_conditions, fold_state, matches_sql, select_events
 from swssd.replay.inputs import InputOptions, load
 from swssd.replay.sqltext import sql_string
 
@@ -66,7 +66,8 @@ def test_the_state_plan_takes_few_py4j_calls(spark: SparkSession, calls: list[st
     gc.collect()
     calls.clear()
     inputs = load(spark, InputOptions(paths))
-    state = fold_state(select_events(inputs.events, tables=["PORT_TABLE", "ROUTE*"], as_of_us=1 << 60))
+    conditions = event_conditions(spark, tables=["PORT_TABLE", "ROUTE*"], as_of_us=1 << 60)
+    state = fold_state(select_events(inputs.events, conditions))
     # py4j's release of a collected JavaObject ("m\nd\n...") is sent whenever a garbage collection
     # happens to run, at a count that varies from run to run: not a call the plan makes
     made = [c for c in calls if not c.startswith("m\nd\n")]
@@ -84,7 +85,8 @@ def test_literals_and_patterns_keep_their_meaning(spark: SparkSession, tmp_path:
     inputs = load(spark, InputOptions([str(capture)], host_pattern=r"/(le\w+')[^/]*/[^/]*$"))
     assert {r["host"] for r in inputs.events.collect()} == {"leaf'"}
     for tables in (["PORT'S \\TABLE"], ["PORT'S*"], ["*\\TABLE"]):
-        state = fold_state(select_events(inputs.events, tables=tables, keys=["it's"])).collect()
+        conditions = event_conditions(spark, tables=tables, keys=["it's"])
+        state = fold_state(select_events(inputs.events, conditions)).collect()
         assert [(r["table"], r["key"], dict(r["fields"])) for r in state] == [("PORT'S \\TABLE", "it's", {"a": "b"})]
 
 
@@ -94,7 +96,8 @@ def test_a_session_without_string_escapes(spark: SparkSession, tmp_path: Path) -
     rec = [str(FIXTURE / "swss.rec.1"), str(FIXTURE / "swss.rec")]
 
     def events() -> list[tuple[str, ...]]:
-        selected = select_events(load(spark, InputOptions(rec)).events, tables=["PORT*", "ROUTE_TABLE"])
+        conditions = event_conditions(spark, tables=["PORT*", "ROUTE_TABLE"])
+        selected = select_events(load(spark, InputOptions(rec)).events, conditions)
         return sorted(tuple(str(v) for v in r) for r in selected.collect())
 
     plain = events()

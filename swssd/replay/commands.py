@@ -67,11 +67,11 @@ def _events(inputs: Inputs, args: argparse.Namespace, dbs: list[str] | None) -> 
 
 
 def _filtered(events: DataFrame, args: argparse.Namespace, dbs: list[str] | None) -> DataFrame:
-    return select_events(events, **_filters(args, dbs))
+    return select_events(events, event_conditions(events.sparkSession, **_filters(args, dbs)))
 
 
 def _filters(args: argparse.Namespace, dbs: list[str] | None) -> dict[str, Any]:
-    """select_events' (and event_conditions') filters, from the command's options."""
+    """event_conditions' filters, from the command's options."""
     return {"as_of_us": _instant(args, "as_of"), "since_us": _instant(args, "since"), "hosts": args.only_host,
             "dbs": dbs, "tables": args.table, "keys": args.key}
 

@@ -56,20 +56,10 @@ def timestamp_us(us: int) -> str:
     return f"timestamp_micros({int(us)})"
 
 
-def select_events(
-    events: DataFrame,
-    *,
-    as_of_us: int | None = None,
-    since_us: int | None = None,
-    hosts: Sequence[str] | None = None,
-    dbs: Sequence[str] | None = None,
-    tables: Sequence[str] | None = None,
-    keys: Sequence[str] | None = None,
-) -> DataFrame:
-    """Events in a time range (both ends inclusive) and matching the filters (SQL text: one py4j
-    call per filter, see inputs.py)."""
-    for cond in event_conditions(events.sparkSession, as_of_us=as_of_us, since_us=since_us, hosts=hosts,
-                                 dbs=dbs, tables=tables, keys=keys):
+def select_events(events: DataFrame, conditions: Sequence[str]) -> DataFrame:
+    """The events that meet every one of `conditions` (SQL text, see event_conditions): one py4j
+    call per condition, see inputs.py."""
+    for cond in conditions:
         events = events.where(cond)
     return events
 
@@ -84,7 +74,8 @@ def event_conditions(
     tables: Sequence[str] | None = None,
     keys: Sequence[str] | None = None,
 ) -> list[str]:
-    """select_events' filters as SQL conditions, for a query that marks the events rather than
+    """The conditions an event meets when it is in the time range (both ends inclusive) and matches
+    the filters, as SQL text: for select_events, or for a query that marks the events rather than
     leaving the others out (stats counts every line it reads)."""
     q = quoting(spark) if hosts or dbs or tables or keys else sql_string
     conds = [
