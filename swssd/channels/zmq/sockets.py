@@ -419,8 +419,7 @@ class ZmqServer:
         self._where = self._drops.where = self.last_endpoint or self.endpoint
         self._peers = PeerGuard(sock, self._where, self.max_peers)
         self._unfinished = self._peers.unfinished = UnfinishedMessages(
-            self._where, MAX_MESSAGE_SIZE, (self.receive_hwm + 1) * (MAX_MESSAGE_SIZE + FRAME_OVERHEAD),
-            lambda: self.read_bytes, self._message_waits, self._peers.shut_down,
+            self._where, sock, self.receive_hwm, lambda: self.read_bytes, self._drain, self._peers.shut_down
         )
         # The loop watches the socket's notification fd itself (as pyzmq's asyncio sockets do),
         # and a wake-up drains every message waiting: no future, no task switch per message.
@@ -439,18 +438,6 @@ class ZmqServer:
         if self._socket is None:
             return None
         return cast(bytes, self._socket.getsockopt(zmq.LAST_ENDPOINT)).decode()
-
-    def _message_waits(self) -> bool:
-        """Whether libzmq holds a complete message for this server now. Asking runs libzmq's
-        pending commands, which may take the wake-up the reader waits for on ZMQ_FD: a drain is
-        scheduled for what waits."""
-        sock = self._socket
-        if sock is None:
-            return False
-        waits = bool(cast(int, sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
-        if waits and self._reading and self._loop is not None:
-            self._loop.call_soon(self._drain)
-        return waits
 
     def _drain(self) -> None:
         """Take the messages waiting off the socket (up to _BURST, then again on the next loop

@@ -14,7 +14,7 @@ message), is a lower bound on what libzmq holds for that connection: its complet
 read yet, and the message it is still receiving. Only the second says anything about the peer.
 So a connection is shut down (libzmq then drops its unfinished parts) when that bound passes the
 message size limit (with a margin for frames on their way) at a moment libzmq holds no complete
-message for the server (`message_waits()` false, asked after the bytes were counted): the bound is
+message for the server (ZMQ_EVENTS, asked after the bytes were counted): the bound is
 then all unfinished message. While complete messages wait (the event loop busy elsewhere, or
 reading paused), they may be this connection's, up to the receive high-water mark of them; the
 connection is looked at again, and shut down then only past that queue's bound as well.
@@ -35,8 +35,12 @@ import socket
 import struct
 import termios
 from collections.abc import Callable
+from typing import Any, cast
 
 import structlog
+import zmq
+
+from .serializer import MAX_MESSAGE_SIZE
 
 log = structlog.get_logger(__name__)
 
@@ -66,29 +70,30 @@ class _Connection:
 
 
 class UnfinishedMessages:
-    """Watches the TCP connections of one server and shuts down one that holds more than
-    `limit` bytes libzmq cannot hand over. `read_bytes()` says the bytes the server read so
-    far (with FRAME_OVERHEAD a message), `message_waits()` whether libzmq holds a complete
-    message for the server now, `shut_down(fd)` shuts a connection down (False if it is not one
-    of the server's any more). `queue_limit` bounds the bytes of complete messages libzmq may
-    hold for one connection (its receive high-water mark of messages of the largest size)."""
+    """Watches the TCP connections of the server reading `sock` (a message may hold MAX_MESSAGE_SIZE
+    bytes, and libzmq queue `receive_hwm` complete messages a connection) and shuts down one that
+    holds more than a message libzmq cannot hand over. `read_bytes()` says the bytes the server
+    read so far (with FRAME_OVERHEAD a message), `drain()` reads what waits (if the server reads),
+    `shut_down(fd)` shuts a connection down (False if it is not one of the server's any more)."""
 
     def __init__(
         self,
         where: str,
-        limit: int,
-        queue_limit: int,
+        sock: zmq.Socket[Any],
+        receive_hwm: int,
         read_bytes: Callable[[], int],
-        message_waits: Callable[[], bool],
+        drain: Callable[[], None],
         shut_down: Callable[[int], bool],
     ) -> None:
         self.where = where
-        self.limit = limit + _MARGIN
-        self.queue_limit = queue_limit
+        self.limit = MAX_MESSAGE_SIZE + _MARGIN
+        #: what complete messages libzmq may hold for one connection may add
+        self.queue_limit = (receive_hwm + 1) * (MAX_MESSAGE_SIZE + FRAME_OVERHEAD)
         #: connections shut down for holding an unfinished message past the limit
         self.dropped = 0
+        self._sock = sock
         self._read_bytes = read_bytes
-        self._message_waits = message_waits
+        self._drain = drain
         self._shut_down = shut_down
         self._connections: dict[int, _Connection] = {}
         self._due: set[int] = set()
@@ -164,6 +169,15 @@ class UnfinishedMessages:
                 "zmq peer dropped: it sent more of an unfinished message than a message may hold",
                 endpoint=self.where, held_bytes=held, limit=self.limit - _MARGIN, dropped=self.dropped,
             )
+
+    def _message_waits(self) -> bool:
+        """Whether libzmq holds a complete message for the server now. Asking runs libzmq's
+        pending commands, which may take the wake-up the server waits for on ZMQ_FD: a drain is
+        scheduled when one waits."""
+        waits = bool(cast(int, self._sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
+        if waits:
+            self._loop.call_soon(self._drain)
+        return waits
 
     def close(self) -> None:
         """Stop watching (before the socket closes)."""
