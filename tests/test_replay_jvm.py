@@ -307,6 +307,29 @@ def test_small_inputs_by_size(tmp_path: Path) -> None:
     assert not jvm.is_small([str(plain), str(packed)], limit=8999) and jvm.is_small([str(packed)], limit=8000)
 
 
+def _fleet(root: Path, plain_mib: int, gz_files: int) -> list[str]:
+    """A fleet's swss.rec as logrotate leaves it (sparse files): 4 hosts, each a plain file of
+    `plain_mib` MiB and `gz_files` rotated `.gz` files of 2 MiB (about 2 million swss.rec lines
+    of bench/fleet_rec.py for 20 MiB plain and 2 files a host)."""
+    files = []
+    for host in range(1, 5):
+        (root / f"sw{host}").mkdir()
+        names = ["swss.rec"] + [f"swss.rec.{n}.gz" for n in range(2, gz_files + 2)]
+        for name in names:
+            path = root / f"sw{host}" / name
+            path.touch()
+            os.truncate(path, (plain_mib if name == "swss.rec" else 2) << 20)
+            files.append(str(path))
+    return files
+
+
+def test_a_capture_of_a_few_million_events_runs_with_c1_alone(tmp_path: Path) -> None:
+    """C2's compiles cost more than they save up to some 3 million events on 2 cores (jvm.py)."""
+    (tmp_path / "2m").mkdir()
+    (tmp_path / "8m").mkdir()
+    assert jvm.is_small(_fleet(tmp_path / "2m", 20, 2), jvm.C1_INPUT_BYTES)
+    assert not jvm.is_small(_fleet(tmp_path / "8m", 29, 11), jvm.C1_INPUT_BYTES)
+
 # -- the small-input Spark settings: the same outputs ---------------------------------------
 
 

@@ -24,16 +24,17 @@ from swssd.replay import stats
 from swssd.replay.cli import main
 
 START = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 KINDS = [None, "state", "queue", "subscriber", "zmq", "notification"]
 
 
-def capture(seed: int, n: int = 3000) -> list[dict[str, Any]]:
+def capture(seed: int, n: int = 3000, start: datetime = START, minutes: int = 40) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     records = []
     for _ in range(n):
         kind = rng.choice(KINDS)
         record = {
-            "ts": (START + timedelta(microseconds=rng.randrange(40 * 60 * 10**6))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "ts": (start + timedelta(microseconds=rng.randrange(minutes * 60 * 10**6))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "host": rng.choice(["sw1", "sw2"]), "db": rng.choice(["APPL_DB", "CONFIG_DB"]),
             "table": rng.choice(["PORT_TABLE", "ROUTE_TABLE", "FDB_CHANNEL"]), "key": f"k{rng.randrange(12)}",
             "op": rng.choice(["flush", "SET", "clear"]) if kind == "notification" else rng.choice(["SET", "DEL"]),
@@ -56,7 +57,7 @@ def expected(records: list[dict[str, Any]]) -> tuple[dict[tuple[str, ...], dict[
     key_minutes: dict[tuple[str, ...], set[int]] = defaultdict(set)
     for r in records:
         ts = datetime.strptime(r["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        minute = int(ts.timestamp()) // 60
+        minute = (ts - EPOCH) // timedelta(minutes=1)  # floored, before 1970 too
         table = (r["host"], r["db"], r["table"])
         notification = r.get("kind") == "notification"
         targets = [tables[table]]
@@ -114,9 +115,13 @@ def as_expected(figures: dict[str, Any], columns: list[str]) -> dict[str, Any]:
     return want
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_stats_count_what_a_plain_count_does(spark: SparkSession, tmp_path: Path, seed: int) -> None:
-    records = capture(seed)
+@pytest.mark.parametrize(("seed", "start", "minutes"), [
+    (1, START, 40), (2, START, 40),
+    # keys active over several hours (stats counts a key's minutes per hour), across 1970
+    (5, START, 5 * 60), (6, datetime(1969, 12, 31, 22, 59, 30, tzinfo=UTC), 3 * 60)])
+def test_stats_count_what_a_plain_count_does(spark: SparkSession, tmp_path: Path, seed: int, start: datetime,
+                                            minutes: int) -> None:
+    records = capture(seed, start=start, minutes=minutes)
     path = tmp_path / "sw" / "capture.jsonl"
     path.parent.mkdir()
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

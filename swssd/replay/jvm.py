@@ -19,7 +19,10 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
   the machine (the PySpark of each venv) keeps its own: when each replay removed the others',
   two venvs in use rewrote 165 MB in turn.
 - For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
-  compiles cost more CPU than they save in a job of less than a minute or so.
+  compiles cost more CPU than they save in a job of less than a minute or so. On 2 cores, C2's
+  compiler thread took a third of the CPU of a 2M-event `stats` (about 200 MB of text), which
+  ran 14 % faster with C1 alone; at 4M events (415 MB) both took the same time, at 8M C1 alone
+  took 40 % longer (BENCHMARKS.md, "C1 for inputs up to 320 MiB").
 
 Nothing here may make a replay fail: with an unwritable cache directory, or an archive that is
 missing, stale, damaged or half-written, the JVM starts without it. An archive is written under a
@@ -50,7 +53,7 @@ from .gateway import spark_home
 from .output import write_replacing
 
 #: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with C1 only
-C1_INPUT_BYTES = 64 << 20
+C1_INPUT_BYTES = 320 << 20
 #: and up to this many with SMALL_SQL_CONF (interpreted expressions cost more than compiling
 #: them beyond a few thousand events)
 SMALL_INPUT_BYTES = 1 << 20
