@@ -314,3 +314,49 @@ async def test_a_message_in_parts_that_never_ends_drops_its_peer(db: DBConnector
         hostile.close()
         await consumer.close()
         await server.close()
+
+
+async def test_a_paused_servers_hostile_peer_is_dropped_past_the_queue_bound(db: DBConnector, push: zmq.Context) -> None:  # type: ignore[type-arg]
+    """While reading is paused and another peer's complete messages wait in libzmq, the guard
+    cannot tell whose bytes it counts: a peer sending parts without a last one is shut down only
+    past the message limit plus what `receive_hwm` complete messages may hold, and then it is; the
+    other peer's messages stay and are read in order once reading resumes."""
+    server = ZmqServer("tcp://127.0.0.1:*", receive_hwm=2)
+    consumer = ZmqConsumerStateTable(db, TABLE, server)
+    polite = push.socket(zmq.PUSH)
+    polite.connect(server.last_endpoint or "")
+    part = serialize("APPL_DB", TABLE, [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])])
+    hostile = zmtp_peer.connect(("127.0.0.1", port_of(server)))
+    try:
+        consumer.pause_reading()
+        for key in ("a", "b"):
+            polite.send(serialize("APPL_DB", TABLE, [KeyOpFieldsValues(key, "SET", [("v", "1")])]))
+        await asyncio.sleep(0.3)  # both complete messages in libzmq's queue, unread
+        sent = 0
+
+        def send_parts() -> None:
+            nonlocal sent
+            with contextlib.suppress(OSError):  # shut down while sending
+                for _ in range(150):
+                    hostile.sendall(zmtp_peer.frame(part, more=True))
+                    sent += 1
+
+        await asyncio.to_thread(send_parts)
+        assert await until(lambda: server.unfinished_peers == 1, timeout=10)
+        assert zmtp_peer.closed_by_peer(hostile)
+        # 16 MiB a message and 3 more for the queue of 2: not before 64 MiB of parts, well before 150
+        assert 64 <= sent < 150
+        assert server.received == 0
+        consumer.resume_reading()
+        got: list[KeyOpFieldsValues] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += await consumer.pops()
+            await asyncio.sleep(0.01)
+        assert [c.key for c in got] == ["a", "b"]
+        assert server.unfinished_peers == 1
+    finally:
+        hostile.close()
+        polite.close(0)
+        await consumer.close()
+        await server.close()
