@@ -34,7 +34,8 @@ def capture(seed: int, n: int = 3000, start: datetime = START, minutes: int = 40
     for _ in range(n):
         kind = rng.choice(KINDS)
         record = {
-            "ts": (start + timedelta(microseconds=rng.randrange(minutes * 60 * 10**6))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "ts": (start + timedelta(microseconds=rng.randrange(minutes * 60 * 10**6)))
+            .strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "host": rng.choice(["sw1", "sw2"]), "db": rng.choice(["APPL_DB", "CONFIG_DB"]),
             "table": rng.choice(["PORT_TABLE", "ROUTE_TABLE", "FDB_CHANNEL"]), "key": f"k{rng.randrange(12)}",
             "op": rng.choice(["flush", "SET", "clear"]) if kind == "notification" else rng.choice(["SET", "DEL"]),

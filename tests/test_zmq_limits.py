@@ -284,6 +284,19 @@ async def test_complete_messages_queued_while_the_loop_is_busy_drop_no_peer(db: 
         await server.close()
 
 
+def send_parts(sock: socket.socket, count: int) -> int:
+    """Up to `count` parts of 1 MiB flagged MORE (a message never finished): how many were sent
+    before the server shut the connection down."""
+    part = zmtp_peer.frame(serialize("APPL_DB", TABLE, [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])]),
+                           more=True)
+    sent = 0
+    with contextlib.suppress(OSError):  # shut down while sending
+        for _ in range(count):
+            sock.sendall(part)
+            sent += 1
+    return sent
+
+
 @pytest.mark.parametrize("paused", [False, True])
 async def test_a_message_in_parts_that_never_ends_drops_its_peer(db: DBConnector, paused: bool) -> None:
     """Parts flagged MORE and never a last one (libzmq would keep them all): the connection is
@@ -291,21 +304,11 @@ async def test_a_message_in_parts_that_never_ends_drops_its_peer(db: DBConnector
     keeps taking parts of a paused server's connections), counted once."""
     server = ZmqServer("tcp://127.0.0.1:*")
     consumer = ZmqConsumerStateTable(db, TABLE, server)
-    part = serialize("APPL_DB", TABLE, [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])])
     hostile = zmtp_peer.connect(("127.0.0.1", port_of(server)))
     try:
         if paused:
             consumer.pause_reading()
-        sent = 0
-
-        def send_parts() -> None:
-            nonlocal sent
-            with contextlib.suppress(OSError):  # shut down while sending
-                for _ in range(100):
-                    hostile.sendall(zmtp_peer.frame(part, more=True))
-                    sent += 1
-
-        await asyncio.to_thread(send_parts)
+        sent = await asyncio.to_thread(send_parts, hostile, 100)
         assert await until(lambda: server.unfinished_peers == 1)
         assert zmtp_peer.closed_by_peer(hostile)
         assert sent < 100
@@ -316,7 +319,7 @@ async def test_a_message_in_parts_that_never_ends_drops_its_peer(db: DBConnector
         await server.close()
 
 
-async def test_a_paused_servers_hostile_peer_is_dropped_past_the_queue_bound(db: DBConnector, push: zmq.Context) -> None:  # type: ignore[type-arg]
+async def test_a_hostile_peer_of_a_paused_server_drops_past_the_queue_bound(db: DBConnector, push: zmq.Context) -> None:  # type: ignore[type-arg]
     """While reading is paused and another peer's complete messages wait in libzmq, the guard
     cannot tell whose bytes it counts: a peer sending parts without a last one is shut down only
     past the message limit plus what `receive_hwm` complete messages may hold, and then it is; the
@@ -325,23 +328,13 @@ async def test_a_paused_servers_hostile_peer_is_dropped_past_the_queue_bound(db:
     consumer = ZmqConsumerStateTable(db, TABLE, server)
     polite = push.socket(zmq.PUSH)
     polite.connect(server.last_endpoint or "")
-    part = serialize("APPL_DB", TABLE, [KeyOpFieldsValues("k", "SET", [("v", "x" * (1 << 20))])])
     hostile = zmtp_peer.connect(("127.0.0.1", port_of(server)))
     try:
         consumer.pause_reading()
         for key in ("a", "b"):
             polite.send(serialize("APPL_DB", TABLE, [KeyOpFieldsValues(key, "SET", [("v", "1")])]))
         await asyncio.sleep(0.3)  # both complete messages in libzmq's queue, unread
-        sent = 0
-
-        def send_parts() -> None:
-            nonlocal sent
-            with contextlib.suppress(OSError):  # shut down while sending
-                for _ in range(150):
-                    hostile.sendall(zmtp_peer.frame(part, more=True))
-                    sent += 1
-
-        await asyncio.to_thread(send_parts)
+        sent = await asyncio.to_thread(send_parts, hostile, 150)
         assert await until(lambda: server.unfinished_peers == 1, timeout=10)
         assert zmtp_peer.closed_by_peer(hostile)
         # 16 MiB a message and 3 more for the queue of 2: not before 64 MiB of parts, well before 150
