@@ -313,7 +313,7 @@ def _fleet(root: Path, plain_mib: int, gz_files: int) -> list[str]:
     of bench/fleet_rec.py for 20 MiB plain and 2 files a host)."""
     files = []
     for host in range(1, 5):
-        (root / f"sw{host}").mkdir()
+        (root / f"sw{host}").mkdir(parents=True)
         names = ["swss.rec"] + [f"swss.rec.{n}.gz" for n in range(2, gz_files + 2)]
         for name in names:
             path = root / f"sw{host}" / name
@@ -325,10 +325,9 @@ def _fleet(root: Path, plain_mib: int, gz_files: int) -> list[str]:
 
 def test_a_capture_of_a_few_million_events_runs_with_c1_alone(tmp_path: Path) -> None:
     """C2's compiles cost more than they save up to some 3 million events on 2 cores (jvm.py)."""
-    (tmp_path / "2m").mkdir()
-    (tmp_path / "8m").mkdir()
     assert jvm.is_small(_fleet(tmp_path / "2m", 20, 2), jvm.C1_INPUT_BYTES)
     assert not jvm.is_small(_fleet(tmp_path / "8m", 29, 11), jvm.C1_INPUT_BYTES)
+
 
 # -- the small-input Spark settings: the same outputs ---------------------------------------
 
