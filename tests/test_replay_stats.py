@@ -118,7 +118,7 @@ def as_expected(figures: dict[str, Any], columns: list[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("seed", "start", "minutes"), [
     (1, START, 40), (2, START, 40),
-    # keys active over several hours (stats counts a key's minutes per hour), across 1970
+    # keys active over several hours, and a capture across 1970 (minutes before it floored)
     (5, START, 5 * 60), (6, datetime(1969, 12, 31, 22, 59, 30, tzinfo=UTC), 3 * 60)])
 def test_stats_count_what_a_plain_count_does(spark: SparkSession, tmp_path: Path, seed: int, start: datetime,
                                             minutes: int) -> None:
