@@ -256,26 +256,21 @@ def _run(
         return 2
     for note in resolved.notes():
         print(f"swssd replay: {note}", file=sys.stderr)
-    args.unreadable = input_check.unreadable()
-    args.long_lines = input_check.long_lines  # found while Spark reads
-    args.line_kinds = input_check.line_kinds  # waited for when the inputs are planned
-    for path, why in sorted(args.unreadable.items()):
-        print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
-    args.cuts = input_check.cuts()
-    for path, cut in sorted(args.cuts.items()):
-        print(f"swssd replay: note: {path}: {cut.reason()}; counted as a rejected line", file=sys.stderr)
-    args.inputs = [args.cuts[p].copy if p in args.cuts else p for p in resolved.paths if p not in args.unreadable]
     # a segment weighs what its sources did: the settings are chosen as if they were given
     segment_bytes = source_bytes(args.segments)
-    small = is_small(args.inputs, segment_bytes=segment_bytes)
     conf = dict(args.conf)
-    c1 = is_small(args.inputs, C1_INPUT_BYTES, segment_bytes)
+    # The session starts while the `.gz` files are checked (some 5 s of 8M events' start): what
+    # the check finds changes no setting of the JVM, which _start_jvm chose from the same paths.
+    args.inputs = list(resolved.paths)
     try:
-        spark, start = _session(args, conf, c1, _warm_up_texts(args), early)
+        spark, start = _session(args, conf, is_small(args.inputs, C1_INPUT_BYTES, segment_bytes),
+                                _warm_up_texts(args), early)
     except (Py4JError, PySparkException) as exc:
         print(f"swssd replay: {_spark_error(exc, args.master)}", file=sys.stderr)
         return 2
     try:
+        _take_check(args, resolved.paths, input_check)
+        small = is_small(args.inputs, segment_bytes=segment_bytes)
         with Progress(spark), _small_input_conf(spark, small, conf):
             return COMMANDS[args.command](spark, args)
     except (UsageError, ValueError) as exc:
@@ -290,6 +285,20 @@ def _run(
     finally:
         if start is not None and start.dump_to is not None:
             _stop_and_keep_archive(spark, start)
+
+
+def _take_check(args: argparse.Namespace, paths: Sequence[str], input_check: InputCheck) -> None:
+    """What the check of the inputs found, into `args` (waits for the `.gz` files): the damaged
+    files noted, left out or read from their readable copies."""
+    args.unreadable = input_check.unreadable()
+    args.long_lines = input_check.long_lines  # found while Spark reads
+    args.line_kinds = input_check.line_kinds  # waited for when the inputs are planned
+    for path, why in sorted(args.unreadable.items()):
+        print(f"swssd replay: note: {path}: {why}; left out, counted as a rejected file", file=sys.stderr)
+    args.cuts = input_check.cuts()
+    for path, cut in sorted(args.cuts.items()):
+        print(f"swssd replay: note: {path}: {cut.reason()}; counted as a rejected line", file=sys.stderr)
+    args.inputs = [args.cuts[p].copy if p in args.cuts else p for p in paths if p not in args.unreadable]
 
 
 def run(argv: Sequence[str] | None = None) -> NoReturn:
