@@ -70,8 +70,9 @@ def session_settings(
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
-            # tasks per stage (and AQE does not coalesce a cached stage).
-            settings["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 2))
+            # tasks per stage (and AQE does not coalesce a cached stage). One a core: with two a
+            # core, AQE made three of four on two cores, and a core waited for the third.
+            settings["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2)
             # The text is read in about four tasks a core (inputs.read_groups): the default, one
             # a core, leaves a core idle while the last, larger task runs.
             settings["spark.sql.files.minPartitionNum"] = str(4 * (os.cpu_count() or 2))
