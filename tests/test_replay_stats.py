@@ -20,7 +20,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
-from swssd.replay import stats
+from swssd.replay import jvm, stats
 from swssd.replay.cli import main
 
 START = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
@@ -157,6 +157,38 @@ def test_the_keys_file_holds_the_most_changed_first(spark: SparkSession, tmp_pat
     rows = [r for f in files for r in spark.read.parquet(str(f)).collect()]
     order = [(-r["events"], -r["dels"], r["host"], r["db"], r["table"], r["key"]) for r in rows]
     assert order == sorted(order) and len(rows) > 50
+
+
+@pytest.mark.parametrize(("given", "small", "expected"), [(None, False, None), ("3", False, "3"), (None, True, "1")])
+def test_stats_aggregates_in_one_shuffle_partition_a_core(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None, small: bool,
+    expected: str | None,
+) -> None:
+    """Locally, stats' aggregations run in one shuffle partition a core (None: the session's
+    default parallelism), where the session has more (two a core by default): the session's own
+    value is back after the command; a value given with --conf is the one used, and a small
+    input keeps its one partition (jvm.SMALL_SQL_CONF)."""
+    used = []
+    grouped_rows = stats.Stats.grouped_rows
+
+    def counted(self: stats.Stats) -> int:
+        used.append(spark.conf.get("spark.sql.shuffle.partitions"))
+        return grouped_rows(self)
+
+    monkeypatch.setattr(stats.Stats, "grouped_rows", counted)
+    monkeypatch.setattr(jvm, "SMALL_INPUT_BYTES", 1 << 40 if small else -1)
+    path = tmp_path / "sw" / "capture.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in capture(5, 200)))
+    conf = ["--conf", f"spark.sql.shuffle.partitions={given}"] if given else []
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    try:
+        assert main(["stats", str(path), "--output", str(tmp_path / "out"), *conf]) == 0
+        after = spark.conf.get("spark.sql.shuffle.partitions")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    assert used == [expected or str(spark.sparkContext.defaultParallelism)]
+    assert after == (given or "4")
 
 
 def summary_line(out: str) -> str:

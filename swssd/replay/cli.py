@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -240,9 +240,10 @@ def _run(
     from pyspark.errors import AnalysisException, PySparkException
 
     from .commands import COMMANDS, UsageError, input_options
-    from .jvm import C1_INPUT_BYTES, is_small
+    from .jvm import C1_INPUT_BYTES, SMALL_SQL_CONF, is_small
     from .progress import Progress
     from .segment import SegmentError, check_options, check_out, check_sources, open_segment, source_bytes
+    from .session import sql_conf
 
     try:
         args.segments = [open_segment(path) for path in resolved.segments]
@@ -271,7 +272,7 @@ def _run(
     try:
         _take_check(args, resolved.paths, input_check)
         small = is_small(args.inputs, segment_bytes=segment_bytes)
-        with Progress(spark), _small_input_conf(spark, small, conf):
+        with Progress(spark), sql_conf(spark, SMALL_SQL_CONF if small else {}, conf):
             return COMMANDS[args.command](spark, args)
     except (UsageError, ValueError) as exc:
         print(f"swssd replay: {exc}", file=sys.stderr)
@@ -404,25 +405,6 @@ def _warm_up(texts: list[str], done: threading.Event) -> None:
             parser.parsePlan(text)
     except Exception:  # a warm-up: the command parses (and reports) for real
         return
-
-
-@contextlib.contextmanager
-def _small_input_conf(spark: SparkSession, small: bool, given: dict[str, str]) -> Iterator[None]:
-    """Spark SQL settings for a small input while the command runs (the user's --conf wins);
-    restored after, for a program that runs more commands in the same session."""
-    from .jvm import SMALL_SQL_CONF
-
-    changed = {k: spark.conf.get(k, None) for k in SMALL_SQL_CONF if small and k not in given}
-    for key in changed:
-        spark.conf.set(key, SMALL_SQL_CONF[key])
-    try:
-        yield
-    finally:
-        for key, value in changed.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _stop_and_keep_archive(spark: SparkSession, start: Start) -> None:

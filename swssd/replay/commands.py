@@ -24,6 +24,7 @@ from .inputs import InputOptions, Inputs, load
 from .output import write_replacing
 from .rejects import bound_note, bounded
 from .report import input_summary, text_table
+from .session import sql_conf
 from .timeparse import parse_instant
 
 
@@ -199,6 +200,11 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
 
 
 def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
+    with sql_conf(spark, stats_mod.shuffle_conf(spark), dict(getattr(args, "conf", []))):
+        return _stats(spark, args)
+
+
+def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     # Text inputs alone: stats counts their lines by kind in its own aggregation, with no
     # observation in the read (Inputs.counts). Segments' events come with counts of their own.
     segments = bool(getattr(args, "segments", []))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,9 +72,8 @@ def session_settings(
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # Spark's 200 shuffle partitions are meant for clusters; locally they are 200 tiny
-            # tasks per stage (and AQE does not coalesce a cached stage). One a core: with two a
-            # core, AQE made three of four on two cores, and a core waited for the third.
-            settings["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2)
+            # tasks per stage (and AQE does not coalesce a cached stage).
+            settings["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 2))
             # The text is read in about four tasks a core (inputs.read_groups): the default, one
             # a core, leaves a core idle while the last, larger task runs.
             settings["spark.sql.files.minPartitionNum"] = str(4 * (os.cpu_count() or 2))
@@ -185,3 +186,20 @@ def _quiet(spark: SparkSession, verbose: bool = False) -> None:
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
     except Exception:  # only log levels; a different logging backend is fine
         pass
+
+
+@contextlib.contextmanager
+def sql_conf(spark: SparkSession, settings: Mapping[str, str], given: Mapping[str, str]) -> Iterator[None]:
+    """`settings` in the session's SQL conf while a command runs, but for those the user gave
+    (`given`, --conf); restored after, for a program that runs more commands in the same session."""
+    changed = {k: spark.conf.get(k, None) for k in settings if k not in given}
+    for key in changed:
+        spark.conf.set(key, settings[key])
+    try:
+        yield
+    finally:
+        for key, value in changed.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

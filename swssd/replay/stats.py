@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ..capture.format import KINDS
@@ -232,6 +232,18 @@ def _only(row: Row, columns: list[str]) -> Row:
 def _table_order(row: Row) -> tuple[tuple[bool, str], ...]:
     """Spark's ascending order of strings (nulls first; UTF-8 bytes order as code points do)."""
     return tuple((row[c] is not None, row[c] or "") for c in TABLE_COLUMNS)
+
+
+def shuffle_conf(spark: SparkSession) -> dict[str, str]:
+    """The shuffle partitions of stats' aggregations in local mode: one a core. The session's two
+    a core (session.py) suit the commands that shuffle every event; here AQE coalesced the
+    aggregations' four into three tasks on two cores, and a core waited for the third (2M events:
+    about 2 s). Fewer partitions than that (a small input's one) stay as they are."""
+    context = spark.sparkContext
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
+    if not (context.master or "").startswith("local") or partitions <= context.defaultParallelism:
+        return {}
+    return {"spark.sql.shuffle.partitions": str(context.defaultParallelism)}
 
 
 def compute(source: DataFrame, conditions: Sequence[str] = ()) -> Stats:
