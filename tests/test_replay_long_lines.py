@@ -180,6 +180,24 @@ def test_the_check_names_the_file_line_and_length(tmp_path: Path) -> None:
         assert InputCheck([given], 64).long_lines() == found, given
 
 
+def test_closing_the_check_early_leaves_no_repaired_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that ends before waiting for the check (its session failed) closes it at once:
+    the copy of a cut `.gz` file's readable lines, written by the check afterwards, would stay."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    rng = random.Random(3)
+    text = "".join(f"{TS}|ROUTE_TABLE:10.{rng.randrange(256)}.0.0/16|SET|nexthop:10.0.0.{i % 250}\n"
+                   for i in range(400_000)).encode()
+    packed = gzip.compress(text, 6)
+    path = tmp_path / "sw1" / "swss.rec.2.gz"
+    path.parent.mkdir()
+    path.write_bytes(packed[: len(packed) * 2 // 3])  # cut short
+    check = InputCheck([str(path)], 1 << 20)
+    check.close()
+    (cut,) = check.cuts().values()
+    assert not os.path.exists(cut.copy) and os.listdir(tmp_path / "tmp") == []
+
+
 # -- real 100 MB lines, a fresh replay process with the default driver memory -------------
 
 BIG = 100 << 20

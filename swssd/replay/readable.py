@@ -334,7 +334,9 @@ class InputCheck:
             return dict(self._cuts)
 
     def close(self) -> None:
-        """Remove the repaired copies (once Spark no longer reads them)."""
+        """Remove the repaired copies (once Spark no longer reads them), after the `.gz` files'
+        check: a command that ends early (its session failed) does not wait for it otherwise."""
+        self._packed_checked()
         if self._repairs is not None:
             shutil.rmtree(self._repairs, ignore_errors=True)
 
