@@ -200,7 +200,7 @@ def run_history(spark: SparkSession, args: argparse.Namespace) -> int:
 
 
 def run_stats(spark: SparkSession, args: argparse.Namespace) -> int:
-    with sql_conf(spark, stats_mod.shuffle_conf(spark), dict(getattr(args, "conf", []))):
+    with sql_conf(spark, stats_mod.command_conf(spark), dict(getattr(args, "conf", []))):
         return _stats(spark, args)
 
 
@@ -222,9 +222,9 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(5, thread_name_prefix="swssd-replay-stats") as pool:
         figures = pool.submit(st.per_table_and_op.collect)
         top = pool.submit(st.top_keys, args.top)
-        writes = [pool.submit(df.write.mode("overwrite").parquet, path) for df, path in (
-            (st.keys_ordered(grouped_rows), keys_path), (st.tables_frame(), tables_path),
-            (st.notifications_frame(), notifications_path))]
+        writes = [pool.submit(df.write.options(**stats_mod.FILE_OPTIONS).mode("overwrite").parquet, path)
+                  for df, path in ((st.keys_ordered(grouped_rows), keys_path), (st.tables_frame(), tables_path),
+                                   (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()
         tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
