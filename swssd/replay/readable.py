@@ -72,7 +72,9 @@ class LineScan:
     """Finds the lines longer than `limit` in text fed to it in chunks of at most `chunk_size()`
     bytes: a line that long spans a chunk boundary, so each chunk costs a translate, a find and a
     count in C, and lines within a chunk are never looked at one by one. Notes on the way which
-    kinds of line the text may hold (`kinds`)."""
+    kinds of line the text may hold (`kinds`), with no more passes over a chunk than it needs:
+    the lines' ends are counted once, and nothing more once both kinds are seen (at 8M events,
+    the scan took as long as inflating the `.gz` files when it counted them three times)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -83,7 +85,7 @@ class LineScan:
         #: (line number, length) of each line over the limit, in order
         self.found: list[tuple[int, int]] = []
         self._brace = False  # a `{` anywhere
-        self._other_starts = 0  # lines (or what may be lines) not starting with `{`
+        self._other_start = False  # a line (or what may be one) not starting with `{`
         self._at_line_start = True
 
     def kinds(self) -> frozenset[str]:
@@ -91,7 +93,7 @@ class LineScan:
         no JSON record; it holds swss.rec lines only if some line does not start with `{` (a CR
         LF line end counts as a line that does not, so such a text is taken for both)."""
         kinds = {JSON_LINES} if self._brace else set()
-        if self._other_starts or not self._brace:
+        if self._other_start or not self._brace:
             kinds.add(REC_LINES)
         return frozenset(kinds)
 
@@ -104,10 +106,14 @@ class LineScan:
         if self._fed == 0 and chunk.startswith(_BOM):
             self._start = len(_BOM)
             body = chunk[len(_BOM):]
-        # CR ends a line for Hadoop (CR LF leaves an empty one between, never too long)
-        ends = chunk.translate(_CR_AS_LF) if b"\r" in chunk else chunk
-        self._note_kinds(body, ends)
         newlines = chunk.count(b"\n")
+        # CR ends a line for Hadoop (CR LF leaves an empty one between, never too long)
+        if b"\r" in chunk:
+            ends = chunk.translate(_CR_AS_LF)
+            self._note_kinds(body, ends, ends.count(b"\n"))
+        else:
+            ends = chunk
+            self._note_kinds(body, ends, newlines)
         first = ends.find(b"\n")
         if first >= 0:
             self._close(self._fed + first)
@@ -117,13 +123,20 @@ class LineScan:
         self._newlines += newlines
         self._fed += len(chunk)
 
-    def _note_kinds(self, body: bytes, ends: bytes) -> None:
-        self._brace = self._brace or b"{" in body
-        if self._at_line_start and body:
-            self._other_starts += not body.startswith(b"{")
-        # the lines starting inside this chunk (a line end closing it starts one in the next)
-        starts = ends.count(b"\n") - ends.endswith(b"\n")
-        self._other_starts += starts - ends.count(b"\n{")
+    def _note_kinds(self, body: bytes, ends: bytes, line_ends: int) -> None:
+        """`line_ends`: the line ends in `ends` (the chunk with CR as LF)."""
+        if self._brace and self._other_start:
+            return  # both kinds: nothing more to learn
+        brace = b"{" in body
+        self._brace = self._brace or brace
+        if not self._other_start:
+            if self._at_line_start and body and not body.startswith(b"{"):
+                self._other_start = True
+            else:
+                # the lines starting inside this chunk (a line end closing it starts one in the
+                # next), against those starting with `{`
+                starts = line_ends - ends.endswith(b"\n")
+                self._other_start = starts > (ends.count(b"\n{") if brace else 0)
         if body:
             self._at_line_start = ends.endswith(b"\n")
 
