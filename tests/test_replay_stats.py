@@ -20,7 +20,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession
 
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
-from swssd.replay import jvm, stats
+from swssd.replay import commands, jvm, stats
 from swssd.replay.cli import main
 
 START = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
@@ -157,6 +157,34 @@ def test_the_keys_file_holds_the_most_changed_first(spark: SparkSession, tmp_pat
     rows = [r for f in files for r in spark.read.parquet(str(f)).collect()]
     order = [(-r["events"], -r["dels"], r["host"], r["db"], r["table"], r["key"]) for r in rows]
     assert order == sorted(order) and len(rows) > 50
+
+
+def test_the_keys_file_starts_before_the_other_jobs_are_planned(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The keys file (the longest task) is planned alone: its job has started when the top keys
+    are asked for. Twice in one session, each run waiting for its own job."""
+    groups: list[str] = []
+    seen: list[int] = []
+    new_group, top_keys = commands._keys_group, stats.Stats.top_keys
+
+    def keys_group() -> str:
+        groups.append(new_group())
+        return groups[-1]
+
+    def top(self: stats.Stats, n: int) -> list[Any]:
+        seen.append(len(spark.sparkContext.statusTracker().getJobIdsForGroup(groups[-1])))
+        return top_keys(self, n)
+
+    monkeypatch.setattr(commands, "_keys_group", keys_group)
+    monkeypatch.setattr(stats.Stats, "top_keys", top)
+    path = tmp_path / "sw" / "capture.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in capture(6, 300)))
+    for run in range(2):
+        assert main(["stats", str(path), "--output", str(tmp_path / f"out{run}"), *SPARK_ARGS]) == 0
+    assert len(set(groups)) == 2 and len(seen) == 2 and min(seen) >= 1
+    assert spark.read.parquet(str(tmp_path / "out1" / "stats" / "keys")).count() > 20
 
 
 def parquet_columns(spark: SparkSession, directory: Path) -> dict[str, tuple[str, set[str]]]:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -217,14 +220,18 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     # of tables and ops, the keys printed, the three files) are small jobs over that cache, each
     # mostly waiting on the driver and on a JVM's first run of its code: run side by side, they
     # take about the time of the longest (the input is read once, so the counts observed while
-    # it is read stay right).
+    # it is read stay right). The longest is the keys file (one task: its sort and write), so it
+    # is planned alone and the others follow once its job started: planned beside four others,
+    # it started 2.2 s after the cache was filled rather than 1.2 s (2M events).
     grouped_rows = st.grouped_rows()
     with ThreadPoolExecutor(5, thread_name_prefix="swssd-replay-stats") as pool:
+        keys, group = st.keys_ordered(grouped_rows).write.options(**stats_mod.FILE_OPTIONS), _keys_group()
+        writes = [pool.submit(_in_group, spark, group, keys.mode("overwrite").parquet, keys_path)]
+        _wait_for_group(spark, group, writes[0])
         figures = pool.submit(st.per_table_and_op.collect)
         top = pool.submit(st.top_keys, args.top)
-        writes = [pool.submit(df.write.options(**stats_mod.FILE_OPTIONS).mode("overwrite").parquet, path)
-                  for df, path in ((st.keys_ordered(grouped_rows), keys_path), (st.tables_frame(), tables_path),
-                                   (st.notifications_frame(), notifications_path))]
+        writes += [pool.submit(df.write.options(**stats_mod.FILE_OPTIONS).mode("overwrite").parquet, path)
+                   for df, path in ((st.tables_frame(), tables_path), (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()
         tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
@@ -253,6 +260,23 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
               r["peak_per_minute"], r["active_minutes"], r["first_ts"], r["last_ts"]) for r in ops],
         ))
     return 0
+
+
+def _keys_group() -> str:
+    """A job group of its own for each run's keys file, which `_wait_for_group` looks for."""
+    return f"swssd-replay-stats-keys-{uuid.uuid4().hex}"
+
+
+def _in_group(spark: SparkSession, group: str, action: Callable[[str], None], path: str) -> None:
+    spark.sparkContext.setJobGroup(group, "swssd replay stats: the keys file")
+    action(path)
+
+
+def _wait_for_group(spark: SparkSession, group: str, running: Future[None]) -> None:
+    """Until a job of `group` started, or `running` ended (a failure is its to report)."""
+    tracker = spark.sparkContext.statusTracker()
+    while not running.done() and not tracker.getJobIdsForGroup(group):
+        time.sleep(0.02)
 
 
 # -- diff ---------------------------------------------------------------------------------
