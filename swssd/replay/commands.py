@@ -225,12 +225,12 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     # it started 2.2 s after the cache was filled rather than 1.2 s (2M events).
     grouped_rows = st.grouped_rows()
     with ThreadPoolExecutor(5, thread_name_prefix="swssd-replay-stats") as pool:
-        keys, group = st.keys_ordered(grouped_rows).write.options(**stats_mod.FILE_OPTIONS), _keys_group()
-        writes = [pool.submit(_in_group, spark, group, keys.mode("overwrite").parquet, keys_path)]
+        group = _keys_group()
+        writes = [pool.submit(_in_group, spark, group, _parquet(st.keys_ordered(grouped_rows)), keys_path)]
         _wait_for_group(spark, group, writes[0])
         figures = pool.submit(st.per_table_and_op.collect)
         top = pool.submit(st.top_keys, args.top)
-        writes += [pool.submit(df.write.options(**stats_mod.FILE_OPTIONS).mode("overwrite").parquet, path)
+        writes += [pool.submit(_parquet(df), path)
                    for df, path in ((st.tables_frame(), tables_path), (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()
@@ -260,6 +260,11 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
               r["peak_per_minute"], r["active_minutes"], r["first_ts"], r["last_ts"]) for r in ops],
         ))
     return 0
+
+
+def _parquet(df: DataFrame) -> Callable[[str], None]:
+    """Writes `df` as a stats file (stats.FILE_OPTIONS) to the path it is given."""
+    return df.write.options(**stats_mod.FILE_OPTIONS).mode("overwrite").parquet
 
 
 def _keys_group() -> str:
