@@ -134,14 +134,15 @@ def test_an_error_before_the_session_ends_the_early_jvm(tmp_path: Path) -> None:
     assert _command("state", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"))["started"] == 0
 
 
-def test_the_relay_leaves_out_only_the_known_line(tmp_path: Path) -> None:
+def test_the_relay_leaves_out_only_the_known_lines(tmp_path: Path) -> None:
     lines = [b"first\n", b"WARNING: Using incubator modules: jdk.incubator.vector\n", b"WARNING: something else\n",
-             b"WARNING: Using incubator modules: jdk.incubator.vector and more\n", b"no end"]
+             b"WARNING: Using incubator modules: jdk.incubator.vector and more\n", b"3 compiler directives added\n",
+             b"Parsing of compiler directives failed\n", b"3 compiler directives added, then\n", b"no end"]
     source = tmp_path / "jvm-stderr"
     source.write_bytes(b"".join(lines))
     with source.open("rb") as f, (tmp_path / "ours").open("wb") as sink:
         relay(f, sink.fileno())
-    assert (tmp_path / "ours").read_bytes() == b"".join(lines[:1] + lines[2:])
+    assert (tmp_path / "ours").read_bytes() == b"".join(lines[:1] + lines[2:4] + lines[5:])
 
 
 def test_a_replay_does_not_show_the_incubator_warning_but_keeps_the_jvms_other_lines(tmp_path: Path) -> None:

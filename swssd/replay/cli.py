@@ -240,7 +240,8 @@ def _run(
     from pyspark.errors import AnalysisException, PySparkException
 
     from .commands import COMMANDS, UsageError, input_options
-    from .jvm import C1_INPUT_BYTES, SMALL_SQL_CONF, is_small
+    from .jit import C1_INPUT_BYTES
+    from .jvm import SMALL_SQL_CONF, is_small
     from .progress import Progress
     from .segment import SegmentError, check_options, check_out, check_sources, open_segment, source_bytes
     from .session import sql_conf
@@ -323,7 +324,8 @@ def _start_jvm(args: argparse.Namespace, paths: Sequence[str]) -> tuple[EarlyJVM
     if _jvm_running():
         return None
     from .gateway import EarlyJVM
-    from .jvm import C1_INPUT_BYTES, is_small, plan
+    from .jit import C1_INPUT_BYTES
+    from .jvm import is_small, plan
     from .session import session_settings
 
     conf = dict(args.conf)

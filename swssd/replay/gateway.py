@@ -9,10 +9,11 @@ happen while the JVM boots. `EarlyJVM.connect` then gives the running JVM to PyS
 spark-submit gives its JVM to a Python driver: PYSPARK_GATEWAY_PORT and PYSPARK_GATEWAY_SECRET.
 
 The JVM's stderr reaches the user through a pipe this process reads (`relay`), line by line, except
-for the one line every start prints and nobody can act on: Spark adds the incubating vector module
+for the lines a start prints that nobody can act on: Spark adds the incubating vector module
 (`--add-modules=jdk.incubator.vector`), and Java warns `WARNING: Using incubator modules:
-jdk.incubator.vector`. Every other line (Spark's errors, a JVM's crash report, -Xlog output) is
-passed on as it is.
+jdk.incubator.vector`; HotSpot says how many compiler directives it read (`3 compiler directives
+added`, jit.py). Every other line (Spark's errors, a JVM's crash report, -Xlog output) is passed
+on as it is.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import struct
@@ -37,6 +39,8 @@ _PORT_ENV = "PYSPARK_GATEWAY_PORT"
 _SECRET_ENV = "PYSPARK_GATEWAY_SECRET"
 #: lines of the JVM's stderr not passed on (see the module docstring)
 KNOWN_NOISE = frozenset({b"WARNING: Using incubator modules: jdk.incubator.vector"})
+#: and lines of these forms
+KNOWN_NOISE_FORMS = (re.compile(rb"\d+ compiler directives added"),)
 
 
 def spark_home() -> Path | None:
@@ -141,11 +145,13 @@ class EarlyJVM:
 
 def relay(source: BinaryIO, fd: int = 2) -> None:
     """Copy `source` (the JVM's stderr) to `fd` line by line until it ends, leaving out
-    KNOWN_NOISE. Written to the descriptor, as the JVM itself wrote there; a write that fails
-    (the caller's stderr closed) drops that line, as the JVM's own write would have."""
+    KNOWN_NOISE and KNOWN_NOISE_FORMS. Written to the descriptor, as the JVM itself wrote there;
+    a write that fails (the caller's stderr closed) drops that line, as the JVM's own write would
+    have."""
     with contextlib.suppress(OSError, ValueError):
         for line in iter(source.readline, b""):
-            if line.rstrip(b"\r\n") in KNOWN_NOISE:
+            text = line.rstrip(b"\r\n")
+            if text in KNOWN_NOISE or any(form.fullmatch(text) for form in KNOWN_NOISE_FORMS):
                 continue
             with contextlib.suppress(OSError):
                 view = memoryview(line)

@@ -1,4 +1,5 @@
-"""A faster start for the JVM a replay launches: a class-data-sharing archive, and C1 for small inputs.
+"""A faster start for the JVM a replay launches: a class-data-sharing archive, and its compilers'
+options (jit.py).
 
 Why: a replay of a few events spends nearly all its time in the JVM's start and in Spark's code
 running for the first time (loading and verifying some 20,000 classes, then compiling the hot
@@ -18,11 +19,8 @@ ones), not in the job. Two JVM features cut that CPU time by about two thirds on
   beside it, and an archive goes when its installation is gone or changed. Each installation on
   the machine (the PySpark of each venv) keeps its own: when each replay removed the others',
   two venvs in use rewrote 165 MB in turn.
-- For inputs up to C1_INPUT_BYTES, C1 only (`-XX:TieredStopAtLevel=1`): C2's optimizing
-  compiles cost more CPU than they save in a job of less than a minute or so. On 2 cores, C2's
-  compiler thread took a third of the CPU of a 2M-event `stats` (about 200 MB of text), which
-  ran 14 % faster with C1 alone; at 4M events (415 MB) both took the same time, at 8M C1 alone
-  took 40 % longer (BENCHMARKS.md, "C1 for inputs up to 320 MiB").
+- The compilers' options (jit.py): C1 alone for an input up to jit.C1_INPUT_BYTES, else C2
+  for the classes of the data path alone.
 
 Nothing here may make a replay fail: with an unwritable cache directory, or an archive that is
 missing, stale, damaged or half-written, the JVM starts without it. An archive is written under a
@@ -50,16 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from .gateway import spark_home
+from .jit import compiler_options
 from .output import write_replacing
 
-#: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with C1 only
-C1_INPUT_BYTES = 320 << 20
-#: and up to this many with SMALL_SQL_CONF (interpreted expressions cost more than compiling
-#: them beyond a few thousand events)
+#: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with
+#: SMALL_SQL_CONF (interpreted expressions cost more than compiling them beyond a few thousand
+#: events)
 SMALL_INPUT_BYTES = 1 << 20
 GZ_FACTOR = 8
-#: JVM options for an input up to C1_INPUT_BYTES
-C1_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 #: Spark SQL settings for a small input: no generated code to compile, one shuffle partition, and
 #: no adaptive re-planning (each adaptive stage is another job)
 SMALL_SQL_CONF = {
@@ -212,10 +208,10 @@ def _cds_given(java_options: str) -> bool:
 def plan(c1: bool, java_options: str = "", directory: Path | None = None) -> Start:
     """The JVM options for a replay that starts a JVM: use the archive, or make one.
 
-    `c1`: C1 only (an input up to C1_INPUT_BYTES). `java_options`: the user's own
-    (spark.driver.extraJavaOptions), to stay out of their CDS.
+    `c1`: C1 alone (an input up to jit.C1_INPUT_BYTES). `java_options`: the user's own
+    (spark.driver.extraJavaOptions), to stay out of their CDS and compiler options.
     """
-    options = list(C1_JVM_OPTIONS) if c1 else []
+    options = compiler_options(c1, java_options)
     if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "no", "off", "false") or _cds_given(java_options):
         return Start(options)
     java = _java()
