@@ -21,7 +21,7 @@ below about 1.5 million events (`stats`: 20,000 lines 16.5 s against 21 s; 1M ev
 
 The directives need HotSpot's diagnostic options unlocked, and HotSpot says on its console how
 many it added; that line goes to stderr (`-XX:+DisplayVMOutputToStderr`, never into a command's
-output), where the relay of the JVM's stderr leaves it out (gateway.KNOWN_NOISE_PATTERNS).
+output), where the relay of the JVM's stderr leaves it out (gateway.KNOWN_NOISE_FORMS).
 Compiler options of the user's own (spark.driver.extraJavaOptions, JAVA_TOOL_OPTIONS) are left
 alone: none of these is added then.
 """
@@ -42,11 +42,17 @@ _USER_WORDS = ("TieredStopAtLevel", "TieredCompilation", "CompilerDirectives", "
                "DisplayVMOutput")
 
 
+def user_options(java_options: str) -> str:
+    """The JVM options the user gave: `java_options` (spark.driver.extraJavaOptions) and those of
+    the JVM's environment."""
+    return " ".join([java_options, os.environ.get("JAVA_TOOL_OPTIONS", ""), os.environ.get("JDK_JAVA_OPTIONS", "")])
+
+
 def compiler_options(c1: bool, java_options: str = "") -> list[str]:
     """The compiler options of a replay's JVM: C1 alone (`c1`: an input up to C1_INPUT_BYTES),
     else C2 for the data path alone; none when the user chose compiler options of their own
     (`java_options`: spark.driver.extraJavaOptions), or the directives file is missing."""
-    given = " ".join([java_options, os.environ.get("JAVA_TOOL_OPTIONS", ""), os.environ.get("JDK_JAVA_OPTIONS", "")])
+    given = user_options(java_options)
     if any(word in given for word in _USER_WORDS):
         return []
     if c1:

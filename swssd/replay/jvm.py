@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .gateway import spark_home
-from .jit import compiler_options
+from .jit import compiler_options, user_options
 from .output import write_replacing
 
 #: inputs up to this many bytes (a .gz file counting GZ_FACTOR times its size) run with
@@ -201,7 +201,7 @@ def _valid(archive: Path) -> bool:
 
 def _cds_given(java_options: str) -> bool:
     """The user chose class data sharing options themselves (theirs and ours would conflict)."""
-    given = " ".join([java_options, os.environ.get("JAVA_TOOL_OPTIONS", ""), os.environ.get("JDK_JAVA_OPTIONS", "")])
+    given = user_options(java_options)
     return any(word in given for word in _CDS_WORDS)
 
 
