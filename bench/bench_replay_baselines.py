@@ -19,9 +19,13 @@ last instants of swssd's printed table must equal plain's and python's. Prints e
 swssd is faster), and the per-event slope (seconds per million events between the two sizes).
 
 `--baseline DIR` (an earlier swssd tree) adds its `replay stats` as a third side, `before`.
+`--step-us N` spreads each host's lines N microseconds apart (default 250: 2M events span two
+minutes, every key changes many times a minute; 50000: seven hours, nearly every event is its
+key's only one in its minute, which is what stats' per-minute figures cost most on).
 
 Run: .venv/bin/python bench/bench_replay_baselines.py [--sizes 2000000 8000000] [--rounds 3]
      [--commands stats state history diff report] [--other-rounds 1] [--keep DIR] [--baseline DIR]
+     [--step-us N]
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fleet_rec import generate
+from fleet_rec import STEP_US, generate
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -188,6 +192,10 @@ def main() -> None:
     ap.add_argument("--other-rounds", type=int, default=1, help="interleaved rounds of the other commands")
     ap.add_argument("--commands", nargs="+", default=["stats", "state", "history", "diff", "report"])
     ap.add_argument("--keep", type=Path, help="generate into (and keep, and reuse) this directory")
+    ap.add_argument("--step-us", type=int, default=STEP_US,
+                    help="microseconds between two lines of a host (default %(default)s: 2M events span 2 "
+                         "minutes; 50000 spreads them over 7 hours, where nearly every event is its key's "
+                         "only one in its minute)")
     ap.add_argument("--baseline", type=Path, metavar="DIR",
                     help="an earlier swssd tree: its `replay stats` runs as a third side, `before`")
     args = ap.parse_args()
@@ -197,15 +205,15 @@ def main() -> None:
     loads: list[float] = []
     try:
         for size in args.sizes:
-            data = base / f"rec-{size}"
+            data = base / (f"rec-{size}" if args.step_us == STEP_US else f"rec-{size}-step-{args.step_us}")
             if not data.exists():
                 t = time.perf_counter()
-                generate(data, size, HOSTS)
+                generate(data, size, HOSTS, step_us=args.step_us)
                 files = [p for p in data.rglob("*") if p.is_file()]
                 print(f"generated {size:,} events on {HOSTS} hosts: {len(files)} files, "
                       f"{sum(p.stat().st_size for p in files) / 1e6:.0f} MB ({time.perf_counter() - t:.0f} s)",
                       flush=True)
-            out = base / f"out-{size}"
+            out = base / f"out-{data.name[4:]}"
             out.mkdir(exist_ok=True)
             dump = out / "sw1-dump.json"
             if "diff" in args.commands and not dump.exists():

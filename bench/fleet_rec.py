@@ -114,8 +114,8 @@ def write_rotated(directory: Path, base: str, lines: list[str], gzipped: Callabl
             (directory / name).write_bytes(data)
 
 
-def generate(root: Path, events: int, hosts: int = 4, seed: int = 1) -> None:
-    """`events` SET/DEL lines over `hosts` hosts (plus one marker each)."""
+def generate(root: Path, events: int, hosts: int = 4, seed: int = 1, step_us: int = STEP_US) -> None:
+    """`events` SET/DEL lines over `hosts` hosts (plus one marker each), `step_us` apart on a host."""
     rng = random.Random(seed)
     per_host = events // hosts
     for h in range(1, hosts + 1):
@@ -123,6 +123,6 @@ def generate(root: Path, events: int, hosts: int = 4, seed: int = 1) -> None:
         lines = [f"{rec_ts(us)}|recording started"]
         for _ in range(per_host):
             lines.append(_line(rng, us))
-            us += STEP_US
+            us += step_us
         # delaycompress: the newest rotated file stays plain
         write_rotated(root / f"sw{h}", "swss.rec", lines, lambda age, _files: age >= 2)

@@ -245,11 +245,6 @@ def _source(replaced: Sequence[tuple[str, str]], q: Quote) -> str:
     return f"coalesce(try_element_at(map({pairs}), _metadata.file_path), _metadata.file_path)"
 
 
-def _first_of(*positions: str) -> str:
-    """The smallest of `instr`-style positions that were found (0: not found); null if none was."""
-    return "least(" + ", ".join(f"nullif({p}, 0)" for p in positions) + ")"
-
-
 #: the two kinds of line, read apart (see `load`)
 JSON, REC = JSON_LINES, REC_LINES
 #: which lines each reads: JSON records start with `{`
@@ -285,23 +280,23 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
     spaces = "concat(' ', char(9), char(10), char(11), char(12), char(13))"
     blank = f"((value = '') OR ((ascii(value) IN (9, 10, 11, 12, 13, 32)) AND (translate(value, {spaces}, '') = '')))"
     marker = f"((octet_length(value) = {_REC_HEAD + len(REC_STARTED.encode())}) AND endswith(value, {q(REC_STARTED)}))"
-    sep_at = _first_of("instr(table_key, ':')", "instr(table_key, '|')")
     return [
         [
             *where,
             f"{blank} AS is_blank",
             f"(substring(value, 1, {_REC_HEAD}) RLIKE {q(_REC_TS)}) AS rec_ts_ok",
             f"{_rec_ts(utc_session)} AS local_ts",
-            f"{_before_token('value', 'SET')} AS before_set",
+            f"{_up_to_token('value', 'SET', 1)} AS set_1",
         ],
-        ["*", f"(rec_ts_ok AND {marker}) AS is_marker"],
+        ["*", f"(rec_ts_ok AND {marker}) AS is_marker", f"{_before_token('value', 'set_1', 'SET')} AS before_set"],
         [
             "*",
             # a `|DEL|` may share its last `|` with the `|SET|` that follows it; and a `|DEL` that
             # ends the line is a token too
             "CASE WHEN endswith(before_set, '|DEL') THEN concat(before_set, '|') ELSE before_set END AS del_in",
         ],
-        ["*", f"{_before_token('del_in', 'DEL')} AS before_del"],
+        ["*", f"{_up_to_token('del_in', 'DEL', 1)} AS del_1"],
+        ["*", f"{_before_token('del_in', 'del_1', 'DEL')} AS before_del"],
         [
             "*",
             # the first token: a `|DEL|` before the first `|SET|` (1), that `|SET|` (2), or a `|SET`
@@ -323,11 +318,12 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
             # what follows `|SET|` (or `|DEL|`): empty after a token that ends the line
             f"{_bytes('value', 'octet_length(head) + 6', str(_BIG))} AS fields_text",
         ],
+        # the text before the first `:` or `|` (byte searches that stop there: instr walks by characters)
+        ["*", "substring_index(substring_index(table_key, ':', 1), '|', 1) AS before_sep"],
         [
             "*",
-            # the text before the first `:` or `|`, when there is some
-            f"CASE WHEN ({sep_at} > 1)"
-            " THEN substring_index(substring_index(table_key, ':', 1), '|', 1) ELSE '' END AS rec_table",
+            # that text, when there is some and a separator after it
+            "CASE WHEN (octet_length(before_sep) < octet_length(table_key)) THEN before_sep ELSE '' END AS rec_table",
             "CASE WHEN (fields_text = '') THEN CAST(array() AS ARRAY<STRING>)"
             f" ELSE split(fields_text, {q(_FIELD_SPLIT)}) END AS tokens",
             # the first field token holds a `:` exactly when the text up to the first `|` does
@@ -341,14 +337,20 @@ def _parse_texts(fmt: str, utc_session: bool, q: Quote, replaced: Sequence[tuple
 _REC_HEAD = 27
 
 
-def _before_token(text: str, op: str) -> str:
-    """The text before the first `|<op>|` after the timestamp's `|`: the whole text without one.
+def _up_to_token(text: str, op: str, n: int) -> str:
+    """The text before the `n`th `|<op>|`: the whole text with fewer.
 
-    substring_index compares bytes from the start and stops at the first match, where a search
-    by character position (instr) walks every character of the line, twice for two tokens. A
-    match at the timestamp's own `|` is not a token (the line's rest starts `<op>|`): the next one is."""
-    first, second = (f"substring_index({text}, '|{op}|', {n})" for n in (1, 2))
-    return f"CASE WHEN (octet_length({first}) = {_REC_HEAD - 1}) THEN {second} ELSE {first} END"
+    substring_index compares bytes from the start and stops at the match, where a search by
+    character position (instr) walks every character of the line, twice for two tokens."""
+    return f"substring_index({text}, '|{op}|', {n})"
+
+
+def _before_token(text: str, first: str, op: str) -> str:
+    """The text before the first `|<op>|` after the timestamp's `|`, given the text before the
+    first of all (`first`, a column of the projection before: a CASE's branches are not shared
+    subexpressions, so written out here it was searched for twice). A match at the timestamp's
+    own `|` is not a token (the line's rest starts `<op>|`): the next one is."""
+    return f"CASE WHEN (octet_length({first}) = {_REC_HEAD - 1}) THEN {_up_to_token(text, op, 2)} ELSE {first} END"
 
 
 def _bytes(text: str, start: str, length: str) -> str:
@@ -435,7 +437,8 @@ def _rec_columns(tz: str, rec_db: str | None, q: Quote) -> dict[str, str]:
         "key": _bytes("table_key", "octet_length(rec_table) + 2", str(_BIG)),
         "op": "op_token",
         "fvs": "transform(tokens, t -> array(substring_index(t, ':', 1), substring(t, instr(t, ':') + 1)))",
-        "ts": f"to_utc_timestamp(local_ts, {q(tz)})",
+        # the conversion from a zone without offsets is the identity, a cost on every line
+        "ts": "local_ts" if tz in _UTC_NAMES else f"to_utc_timestamp(local_ts, {q(tz)})",
         "seq": "CAST(NULL AS BIGINT)",
         "dead_letter": "false",
         "dl_reason": "CAST(NULL AS STRING)",
@@ -486,7 +489,7 @@ def plan_texts(opts: InputOptions, fmt: str, utc_session: bool = True, q: Quote 
     host = (
         q(opts.host)
         if opts.host
-        else f"coalesce(host, {recorded}nullif({path_host}, ''), 'unknown')"
+        else f"coalesce(host, {recorded}nullif(path_host, ''), 'unknown')"
     )
     line_checks = ["is_blank", "is_marker"] if fmt == REC else ["false AS is_blank", "false AS is_marker"]
     return [
@@ -496,10 +499,11 @@ def plan_texts(opts: InputOptions, fmt: str, utc_session: bool = True, q: Quote 
             *[f"{expression} AS {quote_name(name)}" for name, expression in columns.items()],
         ],
         [
-            # computed once, apart: two columns below depend on it
+            # computed once, apart: two columns below depend on it (and nullif reads path_host twice)
             "*",
             "CASE WHEN is_blank THEN 'blank' WHEN is_marker THEN 'marker'"
             " WHEN (reason IS NOT NULL) THEN 'reject' ELSE 'event' END AS line_kind",
+            f"{path_host} AS path_host",
         ],
         [
             "line_kind",

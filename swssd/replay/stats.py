@@ -6,8 +6,8 @@ grouping sets over those rows: per key (the keys table, and each table's distinc
 sums), per table and minute (each table's busiest minute) and per channel, op and minute (the
 notifications). That result is cached; the keys table is written from it, and one small
 aggregation of it gives the per-table and per-op figures, collected in one job. Each figure is a
-plain sum, count, min, max or bitwise OR: no distinct counts and no sets, which cost Spark a
-slower aggregation, and few jobs, each of which costs a started JVM planning, compiling and
+plain sum, count, min, max or bitwise OR, or a difference of them: no distinct counts and no
+sets, which cost Spark a slower aggregation, and few jobs, each of which costs a started JVM planning, compiling and
 scheduling time (BENCHMARKS.md, "Replay against plain Spark").
 
 Over text inputs the first aggregation reads every line, not only the events: the lines that are
@@ -96,8 +96,6 @@ _PER_MINUTE = f"""
 SELECT {_KEYS}, nop, minute, lk,
   bit_or(kind_bit) AS kinds, count(1) AS events,
   sum(CASE WHEN (NOT is_notification) AND op = 'SET' THEN 1 ELSE 0 END) AS sets,
-  sum(CASE WHEN (NOT is_notification) AND op = 'DEL' THEN 1 ELSE 0 END) AS dels,
-  sum(CASE WHEN is_notification THEN 1 ELSE 0 END) AS notifications,
   sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters,
   min(ts) AS first_ts, max(ts) AS last_ts
 FROM (
@@ -111,6 +109,13 @@ FROM (
 GROUP BY {_KEYS}, nop, minute, lk
 """
 
+# A row of those is a notification's exactly when it has an op (`nop`): its events are
+# notifications. A table entry's event is a SET or a DEL (inputs rejects any other op), so its
+# DELs are what its SETs leave, and the notification kind is the only one of notifications' rows:
+# those figures are derived rather than summed apart, both here and per minute (each aggregate is
+# work on every row, and in a recording that spans hours nearly every event is a row of its own).
+_NOTIFICATIONS = "sum(CASE WHEN nop IS NOT NULL THEN events ELSE 0 END)"
+
 # Over those rows, three grouping sets at once (one pass, one shuffle): a row per key across its
 # ops and minutes (with its table-entry figures apart), per table and minute, per channel, op and
 # minute (rows of table entries, whose op is null, are left out there). Each set keeps the lines'
@@ -119,11 +124,11 @@ _GROUPED = f"""
 SELECT * FROM (
 SELECT {_KEYS}, nop, lk,
   CASE WHEN grouping(minute) = 1 THEN {PER_KEY} WHEN grouping(nop) = 0 THEN {PER_OP_MINUTE} ELSE {PER_MINUTE} END AS g,
-  bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, sum(dels) AS dels,
-  sum(notifications) AS notifications, sum(dead_letters) AS dead_letters,
+  bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, {_NOTIFICATIONS} AS notifications,
+  sum(events) - sum(sets) - {_NOTIFICATIONS} AS dels, sum(dead_letters) AS dead_letters,
   min(first_ts) AS first_ts, max(last_ts) AS last_ts,
-  {_state_only('bit_or', 'kinds')} AS s_kinds, {_state_only('sum', 'events')} AS s_events,
-  {_state_only('sum', 'sets')} AS s_sets, {_state_only('sum', 'dels')} AS s_dels,
+  bit_or(kinds) & {~(1 << KIND_BITS.index("notification"))} AS s_kinds, sum(events) - {_NOTIFICATIONS} AS s_events,
+  sum(sets) AS s_sets, sum(events) - sum(sets) - {_NOTIFICATIONS} AS s_dels,
   {_state_only('sum', 'dead_letters')} AS s_dead_letters,
   {_state_only('min', 'first_ts')} AS s_first_ts, {_state_only('max', 'last_ts')} AS s_last_ts,
   {_state_only('count', '1')} AS s_minutes
