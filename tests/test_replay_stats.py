@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from fixtures.spark_session import SPARK_ARGS, spark  # noqa: F401 - spark is a fixture
 from swssd.replay import commands, jvm, stats
@@ -238,13 +238,13 @@ def test_stats_aggregates_in_one_shuffle_partition_a_core(
     value is back after the command; a value given with --conf is the one used, and a small
     input keeps its one partition (jvm.SMALL_SQL_CONF)."""
     used = []
-    grouped_rows = stats.Stats.grouped_rows
+    figures = stats.Stats.figures
 
-    def counted(self: stats.Stats) -> int:
+    def counted(self: stats.Stats) -> list[Row]:
         used.append(spark.conf.get("spark.sql.shuffle.partitions"))
-        return grouped_rows(self)
+        return figures(self)
 
-    monkeypatch.setattr(stats.Stats, "grouped_rows", counted)
+    monkeypatch.setattr(stats.Stats, "figures", counted)
     monkeypatch.setattr(jvm, "SMALL_INPUT_BYTES", 1 << 40 if small else -1)
     path = tmp_path / "sw" / "capture.jsonl"
     path.parent.mkdir()

@@ -216,27 +216,27 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     st = stats_mod.compute(source, event_conditions(spark, **_filters(args, args.db)))
     tables_path, keys_path = out_path(args, "stats/tables"), out_path(args, "stats/keys")
     notifications_path = out_path(args, "stats/notifications")
-    # The first action reads the input and caches what every other reads. The rest (the figures
-    # of tables and ops, the keys printed, the three files) are small jobs over that cache, each
-    # mostly waiting on the driver and on a JVM's first run of its code: run side by side, they
-    # take about the time of the longest (the input is read once, so the counts observed while
-    # it is read stay right). The longest is the keys file (one task: its sort and write), so it
-    # is planned alone and the others follow once its job started: planned beside four others,
-    # it started 2.2 s after the cache was filled rather than 1.2 s (2M events).
-    grouped_rows = st.grouped_rows()
-    with ThreadPoolExecutor(5, thread_name_prefix="swssd-replay-stats") as pool:
+    # The first action reads the input, caches what every other reads and collects the figures
+    # of tables and ops. The rest (the keys printed, the three files) are small jobs over those
+    # caches, each mostly waiting on the driver and on a JVM's first run of its code: run side by
+    # side, they take about the time of the longest (the input is read once, so the counts
+    # observed while it is read stay right). The longest is the keys file (one task: its sort and
+    # write), so it is planned alone and the others follow once its job started: planned beside
+    # four others, it started 2.2 s after the cache was filled rather than 1.2 s (2M events).
+    figures = st.figures()
+    with ThreadPoolExecutor(4, thread_name_prefix="swssd-replay-stats") as pool:
         group = _keys_group()
-        writes = [pool.submit(_in_group, spark, group, _parquet(st.keys_ordered(grouped_rows)), keys_path)]
+        keys = st.keys_ordered(st.keys_at_most(figures))
+        writes = [pool.submit(_in_group, spark, group, _parquet(keys), keys_path)]
         _wait_for_group(spark, group, writes[0])
-        figures = pool.submit(st.per_table_and_op.collect)
         top = pool.submit(st.top_keys, args.top)
         writes += [pool.submit(_parquet(df), path)
                    for df, path in ((st.tables_frame(), tables_path), (st.notifications_frame(), notifications_path))]
         for write in writes:
             write.result()
-        tables, notifications = st.tables(figures.result()), st.notifications(figures.result())
         top_keys = top.result()
-    _report_inputs(inputs, args, None if segments else st.line_counts(figures.result()))
+    tables, notifications = st.tables(figures), st.notifications(figures)
+    _report_inputs(inputs, args, None if segments else st.line_counts(figures))
     print(f"per table -> {tables_path}")
     print(text_table(
         ["host", "db", "table", "kind", "events", "SET", "DEL", "notif", "dead", "keys", "ev/min",

@@ -174,7 +174,7 @@ _PER_TABLE_AND_OP_COLUMNS = [
 @dataclass
 class Stats:
     grouped: DataFrame
-    """the rows of the grouping sets, cached: every figure below is read from them (`grouped_rows`)"""
+    """the rows of the grouping sets, cached: every figure below is read from them (`figures`)"""
     keys: DataFrame
     """KEY_FIGURES, unordered (see `top_keys` and `keys_ordered`)"""
     per_table_and_op: DataFrame
@@ -183,14 +183,20 @@ class Stats:
     events per minute are not theirs), and per kind of line counted apart (`lk`, with its lines
     as `events`; see `line_counts`). A few rows, cached."""
 
-    def grouped_rows(self) -> int:
-        """Computes the grouped rows, once (the job that reads the input): how many there are."""
-        return self.grouped.count()
+    def figures(self) -> list[Row]:
+        """The rows of per_table_and_op, collected: the first action, which reads the input and
+        fills both caches (a count of the grouped rows first took two jobs of its own)."""
+        return self.per_table_and_op.collect()
+
+    @staticmethod
+    def keys_at_most(rows: list[Row]) -> int:
+        """How many keys there can be, from `figures`' rows: the tables' distinct keys."""
+        return sum(r["distinct_keys"] or 0 for r in rows if r["op"] is None and r["lk"] is None)
 
     def keys_ordered(self, at_most: int) -> DataFrame:
-        """The keys, the most changed first. Up to ONE_TASK_SORT of them (`at_most`: the grouped
-        rows, say) are sorted in one task: a sort across tasks first samples the keys in a job of
-        its own."""
+        """The keys, the most changed first. Up to ONE_TASK_SORT of them (`at_most`: see
+        keys_at_most) are sorted in one task: a sort across tasks first samples the keys in a job
+        of its own."""
         if at_most <= ONE_TASK_SORT:
             return self.keys.coalesce(1).sortWithinPartitions(*_order(_KEY_ORDER))
         return self.keys.orderBy(*_order(_KEY_ORDER))
