@@ -222,7 +222,8 @@ def _stats(spark: SparkSession, args: argparse.Namespace) -> int:
     # side, they take about the time of the longest (the input is read once, so the counts
     # observed while it is read stay right). The longest is the keys file (one task: its sort and
     # write), so it is planned alone and the others follow once its job started: planned beside
-    # four others, it started 2.2 s after the cache was filled rather than 1.2 s (2M events).
+    # the others (four then), it started 2.2 s after the cache was filled rather than 1.2 s (2M
+    # events).
     figures = st.figures()
     with ThreadPoolExecutor(4, thread_name_prefix="swssd-replay-stats") as pool:
         group = _keys_group()

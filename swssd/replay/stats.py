@@ -7,8 +7,8 @@ sums), per table and minute (each table's busiest minute) and per channel, op an
 notifications). That result is cached; the keys table is written from it, and one small
 aggregation of it gives the per-table and per-op figures, collected in one job. Each figure is a
 plain sum, count, min, max or bitwise OR, or a difference of them: no distinct counts and no
-sets, which cost Spark a slower aggregation, and few jobs, each of which costs a started JVM planning, compiling and
-scheduling time (BENCHMARKS.md, "Replay against plain Spark").
+sets, which cost Spark a slower aggregation, and few jobs, each of which costs a started JVM
+planning, compiling and scheduling time (BENCHMARKS.md, "Replay against plain Spark").
 
 Over text inputs the first aggregation reads every line, not only the events: the lines that are
 not events of the command's filters are counted by kind on the way, which gives the summary of
@@ -111,10 +111,12 @@ GROUP BY {_KEYS}, nop, minute, lk
 
 # A row of those is a notification's exactly when it has an op (`nop`): its events are
 # notifications. A table entry's event is a SET or a DEL (inputs rejects any other op), so its
-# DELs are what its SETs leave, and the notification kind is the only one of notifications' rows:
-# those figures are derived rather than summed apart, both here and per minute (each aggregate is
-# work on every row, and in a recording that spans hours nearly every event is a row of its own).
+# DELs are what its SETs leave; SETs and DELs are never notifications', and the notification kind
+# is the only one of their rows. So those figures, and a key's figures as a table entry, are
+# derived rather than summed apart, both here and per minute (each aggregate is work on every
+# row, and in a recording that spans hours nearly every event is a row of its own).
 _NOTIFICATIONS = "sum(CASE WHEN nop IS NOT NULL THEN events ELSE 0 END)"
+_STATE_KINDS = ~(1 << KIND_BITS.index("notification"))
 
 # Over those rows, three grouping sets at once (one pass, one shuffle): a row per key across its
 # ops and minutes (with its table-entry figures apart), per table and minute, per channel, op and
@@ -127,8 +129,6 @@ SELECT {_KEYS}, nop, lk,
   bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, {_NOTIFICATIONS} AS notifications,
   sum(events) - sum(sets) - {_NOTIFICATIONS} AS dels, sum(dead_letters) AS dead_letters,
   min(first_ts) AS first_ts, max(last_ts) AS last_ts,
-  bit_or(kinds) & {~(1 << KIND_BITS.index("notification"))} AS s_kinds, sum(events) - {_NOTIFICATIONS} AS s_events,
-  sum(sets) AS s_sets, sum(events) - sum(sets) - {_NOTIFICATIONS} AS s_dels,
   {_state_only('sum', 'dead_letters')} AS s_dead_letters,
   {_state_only('min', 'first_ts')} AS s_first_ts, {_state_only('max', 'last_ts')} AS s_last_ts,
   {_state_only('count', '1')} AS s_minutes
@@ -141,8 +141,8 @@ WHERE g != {PER_OP_MINUTE} OR nop IS NOT NULL
 # The next two read the cached rows through the DataFrame API: a query of a temporary view over
 # them would drop the cache with the view.
 _KEYS_TABLE = [
-    *map(quote_name, TABLE_COLUMNS), f"{_kinds_text('s_kinds')} AS kind", "`key`", "s_events AS events",
-    "s_sets AS sets", "s_dels AS dels", "s_dead_letters AS dead_letters", "s_first_ts AS first_ts",
+    *map(quote_name, TABLE_COLUMNS), f"{_kinds_text(f'kinds & {_STATE_KINDS}')} AS kind", "`key`",
+    "events - notifications AS events", "sets", "dels", "s_dead_letters AS dead_letters", "s_first_ts AS first_ts",
     "s_last_ts AS last_ts", "s_minutes AS active_minutes",
 ]
 
