@@ -204,10 +204,8 @@ def test_send_one_hands_messages_to_the_socket_in_order(tmp_path: Path) -> None:
         received = [pull.recv() for _ in taken]
         assert received == taken
         assert pull.poll(200) == 0
-        pull.close()
     finally:
-        push.close(0)
-        ctx.term()
+        ctx.destroy(0)  # both sockets, even when an assertion failed with the PULL one open
 
 
 # -- the producer and server, through both ---------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+from collections.abc import Callable
 from typing import cast
 
 import structlog
@@ -36,7 +37,11 @@ class PeerGuard:
     """Counts the connections of one bound socket and refuses those past `max_peers` (None:
     count only)."""
 
-    def __init__(self, sock: zmq.Socket[bytes], where: str, max_peers: int | None) -> None:
+    def __init__(
+        self, sock: zmq.Socket[bytes], where: str, max_peers: int | None,
+        keep: Callable[[zmq.Socket[bytes]], zmq.Socket[bytes]],
+    ) -> None:
+        """`keep`: takes the monitor socket to close with the context (context.OwnedContext.keep)."""
         self.where = where
         self.max_peers = max_peers
         #: connections refused because the bound was reached
@@ -49,7 +54,7 @@ class PeerGuard:
         self._local = _local_address(where)
         #: told of every connection admitted and closed, when set
         self.unfinished: UnfinishedMessages | None = None
-        self._monitor: zmq.Socket[bytes] | None = sock.get_monitor_socket(_EVENTS)
+        self._monitor: zmq.Socket[bytes] | None = keep(sock.get_monitor_socket(_EVENTS))
         self._fd = cast(int, self._monitor.getsockopt(zmq.FD))
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(self._fd, self._read)

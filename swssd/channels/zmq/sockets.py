@@ -38,6 +38,7 @@ import zmq
 
 from ...errors import SwssdError
 from ...fields import KeyOpFieldsValues
+from .context import OwnedContext
 from .drops import DropLog
 from .endpoints import check_ipc_path, warn_if_exposed
 from .one_change import read_one, remember_tail
@@ -124,7 +125,7 @@ class ZmqClient:
         self.sent = 0
         #: sends that found the queue full (each then retried after a sleep)
         self.retries = 0
-        self._context: zmq.Context[zmq.Socket[bytes]] | None = None
+        self._context: OwnedContext | None = None
         self._socket: zmq.Socket[bytes] | None = None
         self._lock = asyncio.Lock()
         #: sends waiting to retry (holding or waiting for _lock): while any is, send_nowait()
@@ -138,15 +139,15 @@ class ZmqClient:
         if self.connected:
             return
         self._close_socket()
-        self._context = zmq.Context()
-        sock = self._context.socket(zmq.PUSH)
+        self._context = context = OwnedContext(self)
+        sock = context.socket(zmq.PUSH)
         sock.setsockopt(zmq.LINGER, 0)  # closing drops what is queued, never waits
         sock.setsockopt(zmq.SNDHWM, HIGH_WATER_MARK)
         _apply_common(sock, self.vrf)
         try:
             sock.connect(self.endpoint)
         except zmq.ZMQError as exc:
-            sock.close(0)
+            self._close_socket()
             raise ZmqSendError(exc.errno, f"cannot connect to zmq endpoint {self.endpoint}: {exc}") from None
         self._socket = sock
         self.direct = direct_address(sock)
@@ -234,11 +235,9 @@ class ZmqClient:
 
     def _close_socket(self) -> None:
         self.direct = 0
-        if self._socket is not None:
-            self._socket.close(0)
-            self._socket = None
+        self._socket = None
         if self._context is not None:
-            self._context.term()
+            self._context.close()
             self._context = None
 
     def close(self) -> None:
@@ -303,7 +302,7 @@ class ZmqServer:
         #: messages left to read without trying read_one(), and what it did since last judged
         self._fast_pause = 0
         self._fast_tried = self._fast_slow = 0
-        self._context: zmq.Context[zmq.Socket[bytes]] | None = None
+        self._context: OwnedContext | None = None
         self._socket: zmq.Socket[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fd = -1
@@ -401,7 +400,7 @@ class ZmqServer:
             raise RuntimeError(f"ZmqServer has already been bound to the endpoint: {self.endpoint}")
         loop = asyncio.get_running_loop()
         check_ipc_path(self.endpoint)
-        context = zmq.Context()
+        context = OwnedContext(self)
         sock = context.socket(zmq.PULL)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, self.receive_hwm)
@@ -410,14 +409,13 @@ class ZmqServer:
         try:
             sock.bind(self.endpoint)
         except zmq.ZMQError as exc:
-            sock.close(0)
-            context.term()
+            context.close()
             raise OSError(exc.errno, f"zmq bind failed on endpoint {self.endpoint}: {exc}") from None
         self._context = context
         self._socket = sock
         self._loop = loop
         self._where = self._drops.where = self.last_endpoint or self.endpoint
-        self._peers = PeerGuard(sock, self._where, self.max_peers)
+        self._peers = PeerGuard(sock, self._where, self.max_peers, context.keep)
         self._unfinished = self._peers.unfinished = UnfinishedMessages(
             self._where, sock, self.receive_hwm, lambda: self.read_bytes, self._drain, self._peers.shut_down
         )
@@ -585,9 +583,8 @@ class ZmqServer:
             if self._reading:
                 self._loop.remove_reader(self._fd)
             self._reading = False
-            sock.close(0)
         if self._context is not None:
-            self._context.term()
+            self._context.close()  # the socket and the monitor's, then the context
             self._context = None
 
     async def __aenter__(self) -> ZmqServer:
