@@ -92,7 +92,7 @@ async def test_readme_plugin_runs_beside_its_config(clean_redis: EmbeddedRedis, 
             await asyncio.sleep(0.02)
         else:
             raise AssertionError(f"route not mirrored:\n{(tmp_path / 'log').read_text()[-3000:]}")
-        mirrored = daemon.events("route mirrored")
+        mirrored = daemon.wait_for_log("route mirrored", 10)  # logged after the write
         assert mirrored and mirrored[0]["orch"] == "route-mirror" and mirrored[0]["prefix"] == "10.1.0.0/24"
     finally:
         code = daemon.stop()

@@ -15,7 +15,7 @@ from swssd import DBConnector, KeyOpFieldsValues, Orch, ProducerStateTable, Retr
 from swssd import Table as RedisTable
 from swssd.orch.examples.port_mirror import PortMirrorOrch
 from swssd.orch.examples.route import RouteOrch
-from swssd.testing import DaemonRunner, EmbeddedRedis, OrchHarness, Table, eventually
+from swssd.testing import DaemonRunner, EmbeddedRedis, OrchHarness, Table, eventually, wait_until
 
 ROUTES, PORTS = "EXAMPLE_ROUTE_TABLE", "EXAMPLE_PORT_TABLE"
 ROUTE_OPTIONS = {"port_table": PORTS, "route_table": ROUTES}
@@ -158,8 +158,10 @@ async def test_the_examples_end_to_end_with_daemon_runner(swssd_redis: EmbeddedR
             return await RedisTable(state, ROUTES).hget("10.0.0.0/24", "state") == "ok"
 
         await eventually(installed)
-        assert daemon.events("route installed")[0]["prefix"] == "10.0.0.0/24"
+        # the plugin logs after its write, and the task counts as handled once handle() returns:
+        # both come a moment after the state is there
+        assert daemon.wait_for("route installed")[0]["prefix"] == "10.0.0.0/24"
         assert daemon.health()[0] == 200
-        metrics = daemon.metrics()
-        assert metrics['swssd_handled_total{db="APPL_DB",table="EXAMPLE_ROUTE_TABLE"}'] == 1
+        handled = 'swssd_handled_total{db="APPL_DB",table="EXAMPLE_ROUTE_TABLE"}'
+        assert wait_until(lambda: daemon.metrics().get(handled) == 1), daemon.metrics().get(handled)
     assert daemon.exit_status == 0
