@@ -118,8 +118,9 @@ def as_expected(figures: dict[str, Any], columns: list[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("seed", "start", "minutes"), [
     (1, START, 40), (2, START, 40),
-    # keys active over several hours, and a capture across 1970 (minutes before it floored)
-    (5, START, 5 * 60), (6, datetime(1969, 12, 31, 22, 59, 30, tzinfo=UTC), 3 * 60)])
+    # keys active over several hours, and a capture across 1970 (minutes before it floored);
+    # a key's minutes are counted as bits of blocks of 128 minutes: keys across many blocks
+    (5, START, 5 * 60), (6, datetime(1969, 12, 31, 22, 59, 30, tzinfo=UTC), 3 * 60), (7, START, 3 * 24 * 60)])
 def test_stats_count_what_a_plain_count_does(spark: SparkSession, tmp_path: Path, seed: int, start: datetime,
                                             minutes: int) -> None:
     records = capture(seed, start=start, minutes=minutes)

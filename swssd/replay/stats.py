@@ -1,11 +1,12 @@
 """stats: per host/table event counts, SET/DEL split, distinct keys, events per minute, flapping
 keys, and notifications per channel and op.
 
-Two aggregations, planned as one query: the events per key, notification op and minute, then
-grouping sets over those rows: per key (the keys table, and each table's distinct keys and
-sums), per table and minute (each table's busiest minute) and per channel, op and minute (the
-notifications). That result is cached; the keys table is written from it, and one small
-aggregation of it gives the per-table and per-op figures, collected in one job. Each figure is a
+Two aggregations, planned as one query: the events per key, notification op and block of
+minutes (the minutes as bits) and per table, op and minute, then grouping sets over those rows:
+per key (the keys table, and each table's distinct keys and sums), per table and minute (each
+table's busiest minute) and per channel, op and minute (the notifications). That result is
+cached; the keys table is written from it, and one small aggregation of it gives the per-table
+and per-op figures, collected in one job. Each figure is a
 plain sum, count, min, max or bitwise OR, or a difference of them: no distinct counts and no
 sets, which cost Spark a slower aggregation, and few jobs, each of which costs a started JVM
 planning, compiling and scheduling time (BENCHMARKS.md, "Replay against plain Spark").
@@ -88,54 +89,78 @@ def _state_only(aggregate: str, column: str) -> str:
     return f"{aggregate}(CASE WHEN nop IS NULL THEN {column} END)"
 
 
-# The events of each key, notification op and minute. The minute is a number (UTC microseconds at
-# its start), by arithmetic: date_trunc goes through the session's time zone rules for every event.
-# A line that is not a selected event (a marker, a blank or rejected line, an event the filters
-# leave out) keeps only its kind, `lk`: those rows count the lines read, by kind.
-_PER_MINUTE = f"""
-SELECT {_KEYS}, nop, minute, lk,
-  bit_or(kind_bit) AS kinds, count(1) AS events,
-  sum(CASE WHEN (NOT is_notification) AND op = 'SET' THEN 1 ELSE 0 END) AS sets,
-  sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters,
-  min(ts) AS first_ts, max(ts) AS last_ts
+# A key's active minutes are the distinct minutes of its events. Counting them by grouping the
+# events per key and minute costs a row per event and minute: in a recording that spans hours
+# nearly every event is the only one of its key in its minute, so that aggregation reduced
+# nothing (2M events, 1.9M rows), and every step after it was work per event. Instead a key's
+# minutes are bits: the events are grouped per key and block of _BLOCK_MINUTES minutes, each
+# minute a bit of _WORDS longs (bit_or, one of Spark's plain fixed-width aggregates), and a key's
+# active minutes are the bits set over its blocks. A table's busiest minute still needs its
+# events per minute: the same aggregation has a second grouping set, per table, op and minute.
+#
+# The minute and the block are numbers, by arithmetic on UTC microseconds (date_trunc goes
+# through the session's time zone rules for every event); floor division keeps instants before
+# 1970 in the right minute. A line that is not a selected event (a marker, a blank or rejected
+# line, an event the filters leave out) keeps only its kind, `lk`: those rows count the lines
+# read, by kind.
+_WORDS = 2
+_BLOCK_MINUTES = 64 * _WORDS
+_MINUTE = f"(unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}))"
+_MASKS = ", ".join(f"bit_or(CASE WHEN word = {i} THEN bit END) AS m{i}" for i in range(_WORDS))
+_BITS = " + ".join(f"bit_count(coalesce(m{i}, 0L))" for i in range(_WORDS))
+_EVENTS = f"""
+SELECT *, (mi - pmod(mi, {_BLOCK_MINUTES})) div {_BLOCK_MINUTES} AS block,
+  pmod(mi, {_BLOCK_MINUTES}) div 64 AS word, shiftleft(1L, CAST(pmod(mi, 64) AS INT)) AS bit
 FROM (
-  SELECT {_selected_only([*KEY_COLUMNS, "ts"])}, op, dead_letter, is_notification, {_kind_bit()} AS kind_bit,
+  SELECT {_selected_only([*KEY_COLUMNS, "ts"])}, dead_letter, {_kind_bit()} AS kind_bit,
+    CASE WHEN sel AND NOT is_notification AND op = 'SET' THEN 1 ELSE 0 END AS is_set,
     CASE WHEN sel AND is_notification THEN op END AS nop,
-    CASE WHEN sel THEN unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}) END AS minute,
+    CASE WHEN sel THEN {_MINUTE} END AS minute,
+    CASE WHEN sel THEN {_MINUTE} div {_MINUTE_US} END AS mi,
     CASE WHEN NOT sel THEN line_kind END AS lk
   FROM (SELECT *, (kind <=> 'notification') AS is_notification FROM {{selected}})
   WHERE sel OR line_kind IS NOT NULL
 )
-GROUP BY {_KEYS}, nop, minute, lk
+"""
+# The events per key, op and block (`per_key` 1) and per table, op and minute (0).
+_PER_BLOCK_AND_MINUTE = f"""
+SELECT {_KEYS}, nop, minute, lk, grouping(minute) AS per_key,
+  bit_or(kind_bit) AS kinds, count(1) AS events, sum(is_set) AS sets,
+  sum(CASE WHEN dead_letter THEN 1 ELSE 0 END) AS dead_letters, min(ts) AS first_ts, max(ts) AS last_ts, {_MASKS}
+FROM ({_EVENTS})
+GROUP BY GROUPING SETS (({_KEYS}, nop, block, lk), ({_TABLE}, nop, minute, lk))
 """
 
 # A row of those is a notification's exactly when it has an op (`nop`): its events are
 # notifications. A table entry's event is a SET or a DEL (inputs rejects any other op), so its
 # DELs are what its SETs leave; SETs and DELs are never notifications', and the notification kind
 # is the only one of their rows. So those figures, and a key's figures as a table entry, are
-# derived rather than summed apart, both here and per minute (each aggregate is work on every
-# row, and in a recording that spans hours nearly every event is a row of its own).
+# derived rather than summed apart (each aggregate is work on every row).
 _NOTIFICATIONS = "sum(CASE WHEN nop IS NOT NULL THEN events ELSE 0 END)"
 _STATE_KINDS = ~(1 << KIND_BITS.index("notification"))
 
 # Over those rows, three grouping sets at once (one pass, one shuffle): a row per key across its
-# ops and minutes (with its table-entry figures apart), per table and minute, per channel, op and
-# minute (rows of table entries, whose op is null, are left out there). Each set keeps the lines'
+# ops and blocks (with its table-entry figures apart), from the rows per key and block; per
+# table and minute and per channel, op and minute, from the rows per minute (rows of table
+# entries, whose op is null, are left out of the second). `per_key` is in every set, so the
+# rows of the other kind fall in groups of their own, left out. Each set keeps the lines'
 # kinds apart.
 _GROUPED = f"""
-SELECT * FROM (
-SELECT {_KEYS}, nop, lk,
+SELECT {_KEYS}, nop, lk, g, kinds, events, sets, notifications, dels, dead_letters, first_ts, last_ts,
+  s_dead_letters, s_first_ts, s_last_ts, s_minutes
+FROM (
+SELECT {_KEYS}, nop, lk, per_key,
   CASE WHEN grouping(minute) = 1 THEN {PER_KEY} WHEN grouping(nop) = 0 THEN {PER_OP_MINUTE} ELSE {PER_MINUTE} END AS g,
   bit_or(kinds) AS kinds, sum(events) AS events, sum(sets) AS sets, {_NOTIFICATIONS} AS notifications,
   sum(events) - sum(sets) - {_NOTIFICATIONS} AS dels, sum(dead_letters) AS dead_letters,
   min(first_ts) AS first_ts, max(last_ts) AS last_ts,
   {_state_only('sum', 'dead_letters')} AS s_dead_letters,
   {_state_only('min', 'first_ts')} AS s_first_ts, {_state_only('max', 'last_ts')} AS s_last_ts,
-  {_state_only('count', '1')} AS s_minutes
-FROM ({_PER_MINUTE})
-GROUP BY GROUPING SETS (({_KEYS}, lk), ({_TABLE}, nop, minute, lk), ({_TABLE}, minute, lk))
+  coalesce({_state_only('sum', _BITS)}, 0L) AS s_minutes
+FROM ({_PER_BLOCK_AND_MINUTE})
+GROUP BY GROUPING SETS (({_KEYS}, lk, per_key), ({_TABLE}, nop, minute, lk, per_key), ({_TABLE}, minute, lk, per_key))
 )
-WHERE g != {PER_OP_MINUTE} OR nop IS NOT NULL
+WHERE CASE WHEN g = {PER_KEY} THEN per_key = 1 ELSE per_key = 0 AND (g != {PER_OP_MINUTE} OR nop IS NOT NULL) END
 """
 
 # The next two read the cached rows through the DataFrame API: a query of a temporary view over
