@@ -98,24 +98,23 @@ def _state_only(aggregate: str, column: str) -> str:
 # active minutes are the bits set over its blocks. A table's busiest minute still needs its
 # events per minute: the same aggregation has a second grouping set, per table, op and minute.
 #
-# The minute and the block are numbers, by arithmetic on UTC microseconds (date_trunc goes
-# through the session's time zone rules for every event); floor division keeps instants before
-# 1970 in the right minute. A line that is not a selected event (a marker, a blank or rejected
-# line, an event the filters leave out) keeps only its kind, `lk`: those rows count the lines
-# read, by kind.
+# The minute (its index `mi`, and its start in UTC microseconds) and the block are numbers, by
+# arithmetic on UTC microseconds (date_trunc goes through the session's time zone rules for every
+# event); floor division keeps instants before 1970 in the right minute. A line that is not a
+# selected event (a marker, a blank or rejected line, an event the filters leave out) keeps only
+# its kind, `lk`: those rows count the lines read, by kind.
 _WORDS = 2
 _BLOCK_MINUTES = 64 * _WORDS
 _MINUTE = f"(unix_micros(ts) - pmod(unix_micros(ts), {_MINUTE_US}))"
 _MASKS = ", ".join(f"bit_or(CASE WHEN word = {i} THEN bit END) AS m{i}" for i in range(_WORDS))
 _BITS = " + ".join(f"bit_count(coalesce(m{i}, 0L))" for i in range(_WORDS))
 _EVENTS = f"""
-SELECT *, (mi - pmod(mi, {_BLOCK_MINUTES})) div {_BLOCK_MINUTES} AS block,
+SELECT *, mi * {_MINUTE_US} AS minute, (mi - pmod(mi, {_BLOCK_MINUTES})) div {_BLOCK_MINUTES} AS block,
   pmod(mi, {_BLOCK_MINUTES}) div 64 AS word, shiftleft(1L, CAST(pmod(mi, 64) AS INT)) AS bit
 FROM (
   SELECT {_selected_only([*KEY_COLUMNS, "ts"])}, dead_letter, {_kind_bit()} AS kind_bit,
     CASE WHEN sel AND NOT is_notification AND op = 'SET' THEN 1 ELSE 0 END AS is_set,
     CASE WHEN sel AND is_notification THEN op END AS nop,
-    CASE WHEN sel THEN {_MINUTE} END AS minute,
     CASE WHEN sel THEN {_MINUTE} div {_MINUTE_US} END AS mi,
     CASE WHEN NOT sel THEN line_kind END AS lk
   FROM (SELECT *, (kind <=> 'notification') AS is_notification FROM {{selected}})
