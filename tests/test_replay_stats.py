@@ -235,14 +235,16 @@ def test_stats_aggregates_in_one_shuffle_partition_a_core(
     expected: str | None,
 ) -> None:
     """Locally, stats' aggregations run in one shuffle partition a core (None: the session's
-    default parallelism), where the session has more (two a core by default): the session's own
-    value is back after the command; a value given with --conf is the one used, and a small
-    input keeps its one partition (jvm.SMALL_SQL_CONF)."""
+    default parallelism), where the session has more (two a core by default), without adaptive
+    execution: the session's own values are back after the command; a value given with --conf
+    is the one used, and a small input keeps its one partition (jvm.SMALL_SQL_CONF)."""
     used = []
+    adaptive = []
     figures = stats.Stats.figures
 
     def counted(self: stats.Stats) -> list[Row]:
         used.append(spark.conf.get("spark.sql.shuffle.partitions"))
+        adaptive.append(spark.conf.get("spark.sql.adaptive.enabled"))
         return figures(self)
 
     monkeypatch.setattr(stats.Stats, "figures", counted)
@@ -259,6 +261,7 @@ def test_stats_aggregates_in_one_shuffle_partition_a_core(
         spark.conf.set("spark.sql.shuffle.partitions", "2")
     assert used == [expected or str(spark.sparkContext.defaultParallelism)]
     assert after == (given or "4")
+    assert adaptive == ["false"] and spark.conf.get("spark.sql.adaptive.enabled") == "true"
 
 
 def summary_line(out: str) -> str:

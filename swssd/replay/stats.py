@@ -284,12 +284,17 @@ def command_conf(spark: SparkSession) -> dict[str, str]:
     In local mode, one shuffle partition a core. The session's two a core (session.py) suit the
     commands that shuffle every event; here AQE coalesced the aggregations' four into three tasks
     on two cores, and a core waited for the third (2M events: about 2 s). Fewer partitions than
-    that (a small input's one) stay as they are."""
+    that (a small input's one) stay as they are. And no adaptive execution: with as many
+    partitions as cores there is nothing for it to coalesce, and each of its stages is a job of
+    its own, re-planned in a JVM still cold (2M events: the aggregations after the read took
+    2.4 s with it, 1.4 s without; BENCHMARKS.md, "Stats without adaptive execution")."""
     conf = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
     context = spark.sparkContext
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
-    if (context.master or "").startswith("local") and partitions > context.defaultParallelism:
-        conf["spark.sql.shuffle.partitions"] = str(context.defaultParallelism)
+    if (context.master or "").startswith("local"):
+        conf["spark.sql.adaptive.enabled"] = "false"
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
+        if partitions > context.defaultParallelism:
+            conf["spark.sql.shuffle.partitions"] = str(context.defaultParallelism)
     return conf
 
 
